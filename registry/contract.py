@@ -1,0 +1,122 @@
+"""What a method's code offers the engine: procedures (samplers, analyses, training recipes),
+named invariants and metric checks.
+
+This module is the whole method-facing API. It imports neither torch nor Hypothesis, so
+``import registry`` stays cheap; method code imports what it needs itself.
+
+A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
+
+    class MySampler(Procedure):
+        class Params(ProcedureParams):          # typed, validated hyper-parameters
+            steps: int = Field(10, ge=1)
+        batch_independent = True                # opt in to the batch-independence check
+
+        def __init__(self, models, params, device, dtype): ...
+        def __call__(self, *, seed=0, **inputs): ...        # the method itself
+        def example_inputs(self, batch_size): ...           # a cheap call, for conformance
+        def input_rows(self, inputs): ...                   # only if batch_independent
+        def output_rows(self, outputs): ...                 # only if batch_independent
+
+The engine builds ``models`` (a mapping role -> built object) and validates ``params`` from
+the spec merged with the caller's overrides, then instantiates the class once per pipeline.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ProcedureParams(BaseModel):
+    """Base for a procedure's parameters: unknown keys are errors, values are validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class CliInputs(BaseModel):
+    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Procedure:
+    """Base class of every sampler, analysis and training recipe a spec can name.
+
+    Subclasses set ``Params`` and implement ``__call__`` and ``example_inputs``.
+    ``kind`` is informational ("sampler", "analysis", "training"); what the conformance
+    harness checks is chosen by the spec section and by ``batch_independent``.
+    """
+
+    Params: ClassVar[type[ProcedureParams]] = ProcedureParams
+    CliInputs: ClassVar[type[CliInputs] | None] = None
+    batch_independent: ClassVar[bool] = False
+
+    def __init__(self, models: Mapping[str, Any], params: ProcedureParams, device: Any = "cpu", dtype: Any = None):
+        self.models = dict(models)
+        self.params = params
+        self.device = device
+        self.dtype = dtype
+
+    def __call__(self, *, seed: int = 0, **inputs: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        """Keyword inputs for a cheap, representative call (used by conformance checks)."""
+        return {}
+
+    def input_rows(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Split batched ``inputs`` into one single-row input dict per row."""
+        raise NotImplementedError(f"{type(self).__name__} declares batch_independent but has no input_rows")
+
+    def output_rows(self, outputs: Any) -> list[Any]:
+        """Split a batched result into per-row results (same order as ``input_rows``)."""
+        raise NotImplementedError(f"{type(self).__name__} declares batch_independent but has no output_rows")
+
+    def run_cli(self, inputs: BaseModel | None, seed: int) -> str:
+        """What ``zoo run`` does: run once and return the text to print (may write files)."""
+        result = self(seed=seed, **self.example_inputs(1))
+        return summarize(result)
+
+
+def summarize(value: Any, limit: int = 400) -> str:
+    """A short, one-paragraph description of a result for printing."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__} shape={tuple(shape)}"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ----------------------------------------------------------------------------- invariants
+
+InvariantFn = Callable[[], None]
+_INVARIANTS: dict[tuple[str, str], InvariantFn] = {}
+
+
+def invariant(name: str) -> Callable[[InvariantFn], InvariantFn]:
+    """Register a zero-argument property check under ``name``.
+
+    The function is usually a Hypothesis test (``@given(...)``) stating the invariant in its
+    docstring; it raises ``AssertionError`` on violation. Names are scoped by the module that
+    registers them, so two methods may both register ``seeded-determinism``.
+    """
+
+    def deco(fn: InvariantFn) -> InvariantFn:
+        key = (fn.__module__, name)
+        if key in _INVARIANTS and _INVARIANTS[key] is not fn:
+            raise ValueError(f"invariant {name!r} registered twice in {fn.__module__}")
+        _INVARIANTS[key] = fn
+        fn.zoo_invariant = name  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
+    """Invariants registered by modules at or under ``module_prefix``."""
+    return {
+        name: fn
+        for (module, name), fn in _INVARIANTS.items()
+        if module == module_prefix or module.startswith(module_prefix + ".")
+    }

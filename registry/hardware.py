@@ -1,0 +1,66 @@
+"""What this machine offers, and whether a variant's hardware target fits it."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .spec import HardwareTarget
+
+
+@dataclass(frozen=True)
+class Machine:
+    cuda_devices: int
+    cuda_memory_gb: tuple[float, ...]
+    cuda_names: tuple[str, ...]
+    bf16_cuda: bool
+    mps: bool
+
+    def describe(self) -> str:
+        if self.cuda_devices:
+            gpus = ", ".join(f"{n} ({m:.0f} GB)" for n, m in zip(self.cuda_names, self.cuda_memory_gb))
+            return f"cpu + {self.cuda_devices} cuda ({gpus})"
+        return "cpu + mps" if self.mps else "cpu only"
+
+
+@lru_cache(maxsize=1)
+def detect() -> Machine:
+    """Inspect the machine (imports torch; only called when something is built or doctored)."""
+    import torch
+
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    mem = tuple(torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(n))
+    names = tuple(torch.cuda.get_device_name(i) for i in range(n))
+    bf16 = bool(n and torch.cuda.is_bf16_supported())
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    return Machine(n, mem, names, bf16, mps)
+
+
+def fits(target: HardwareTarget, machine: Machine, device: str | None = None) -> tuple[bool, str]:
+    """``(ok, reason)``: can ``target`` run here (optionally on the requested ``device``)?"""
+    want = (device or "").split(":")[0] or None
+    acc = target.accelerator
+    if want is not None and acc not in ("any", want) and not (acc == "cpu" and want == "cuda"):
+        return False, f"needs {acc}, {want} requested"
+    if want == "cuda" or (want is None and acc == "cuda"):
+        if machine.cuda_devices < target.gpus:
+            need = f"{target.gpus}x " if target.gpus > 1 else ""
+            mem = f" with ≥{target.min_memory_gb:g} GB" if target.min_memory_gb else ""
+            return False, f"needs {need}cuda{mem}; this machine has {machine.describe()}"
+        if target.min_memory_gb and sum(sorted(machine.cuda_memory_gb)[-target.gpus :]) < target.min_memory_gb:
+            return False, f"needs cuda with ≥{target.min_memory_gb:g} GB; this machine has {machine.describe()}"
+    if want == "mps" and not machine.mps:
+        return False, "needs mps; this machine has none"
+    return True, "fits"
+
+
+def default_device(target: HardwareTarget, machine: Machine) -> str:
+    if target.accelerator == "cuda" or (target.accelerator == "any" and machine.cuda_devices):
+        return "cuda"
+    if target.accelerator == "mps":
+        return "mps"
+    return "cpu"
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "") not in ("", "0", "false") for v in ("HF_HUB_OFFLINE", "ZOO_OFFLINE", "TRANSFORMERS_OFFLINE"))

@@ -1,0 +1,51 @@
+"""Static checks beyond the schema that need no import: code targets point into allowed
+packages, shipped weights exist and match their sha256. Used by ``zoo validate``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import SpecError
+from .loader import locate
+from .resolve import allowed_packages
+from .spec import Spec, TimmSource, ZooSource
+
+
+def lint(spec: Spec, file: str | Path) -> list[SpecError]:
+    file = str(file)
+    allowed = allowed_packages()
+    errors: list[SpecError] = []
+
+    def target(value: str | None, field: str) -> None:
+        if value is None:
+            return
+        top = value.split(":")[0].split(".")[0]
+        if top not in allowed:
+            errors.append(SpecError(
+                f"{value!r} is not allowed: package {top!r} is not in the allowlist ({', '.join(sorted(allowed))})",
+                locate(file, field),
+            ))
+
+    top = spec.implementation.split(".")[0]
+    if top not in allowed:
+        errors.append(SpecError(f"package {top!r} is not in the allowlist", locate(file, "implementation")))
+    for section in ("samplers", "recipes"):
+        for name, proc in getattr(spec, section).items():
+            target(proc.target, f"{section}.{name}.target")
+    for i, metric in enumerate(spec.metrics):
+        target(metric.check, f"metrics.{i}.check")
+    for role, model in spec.models.items():
+        for variant, src in model.variants.items():
+            field = f"models.{role}.variants.{variant}"
+            if isinstance(src, ZooSource):
+                target(src.factory, f"{field}.factory")
+            if isinstance(src, (ZooSource, TimmSource)) and src.weights is not None:
+                from .build import sha256_file
+
+                path = Path(file).parent / src.weights
+                if not path.is_file():
+                    errors.append(SpecError(f"weights file {path} does not exist", locate(file, f"{field}.weights")))
+                elif src.sha256 is not None and sha256_file(path) != src.sha256:
+                    errors.append(SpecError(
+                        f"sha256 mismatch for {path.name}: file has {sha256_file(path)}", locate(file, f"{field}.sha256")
+                    ))
+    return errors

@@ -1,0 +1,41 @@
+"""The conformance suite over every discovered spec (built-in ones and the test fixtures).
+
+One test per check: ``zoo check --all`` runs the same checks outside pytest.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from registry.catalog import Catalog
+from registry.conformance import Check, run_check, checks_for
+
+FIXTURES = Path(__file__).parent / "fixtures" / "specs"
+
+
+def _all_checks() -> list[Check]:
+    cat = Catalog()
+    cat.add_path(FIXTURES, origin="test fixtures")
+    return [c for e in [*cat.entries(), *cat.broken()] for c in checks_for(e)]
+
+
+CHECKS = _all_checks()
+
+
+@pytest.mark.parametrize(
+    "check", [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.slow else []) for c in CHECKS]
+)
+def test_conformance(check: Check) -> None:
+    status, message, _ = run_check(check)
+    if status == "SKIP":
+        pytest.skip(message)
+    assert status == "PASS", message
+
+
+def test_every_builtin_spec_is_checked() -> None:
+    cat = Catalog()
+    builtin = [e for e in cat.entries() if e.origin.startswith("entry point builtin")]
+    assert not [b for b in cat.broken()], [str(b.error) for b in cat.broken()]
+    checked = {c.spec for c in CHECKS}
+    assert {e.name for e in builtin} <= checked

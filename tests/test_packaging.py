@@ -1,0 +1,49 @@
+"""Packaging: the wheel ships specs and weights; the pinned stack imports together."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_heavy_stack_imports_together() -> None:
+    """torch + torchvision + timm + transformers + diffusers import in one process (the pinned set)."""
+    code = "import torch, torchvision, timm, transformers, diffusers; print(torch.__version__)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> None:
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir), str(REPO)],
+        check=True, capture_output=True,
+    )
+    wheel = next(wheel_dir.glob("*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for spec in (REPO / "specs").glob("*.yaml"):
+        assert f"zoo_specs/{spec.name}" in names, spec.name
+    for weights in (REPO / "specs" / "weights").glob("*.safetensors"):
+        assert f"zoo_specs/weights/{weights.name}" in names, weights.name
+    assert "zoo/cli.py" in names and "registry/build.py" in names
+
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True)
+    deps = sysconfig.get_paths()["purelib"]
+    code = (
+        "import zoo, importlib.util; s = importlib.util.find_spec('zoo_specs');"
+        "print(zoo.__file__); print(list(s.submodule_search_locations)[0]); print(len(zoo.list()))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(target), deps])
+    res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    zoo_file, specs_dir, count = res.stdout.split()
+    assert zoo_file.startswith(str(target)) and specs_dir.startswith(str(target))
+    assert int(count) == len(list((REPO / "specs").glob("*.yaml")))

@@ -1,0 +1,93 @@
+"""Zoo: a declarative model zoo for the generative-modelling methods of ICML 2026.
+
+    >>> import zoo
+    >>> zoo.list("*dpm*")                 # names only; imports no torch
+    >>> pipe = zoo.load("poe-bridge")     # the variant this machine can run
+    >>> pipe("12+34=", seed=0)
+
+Specs are discovered from installed packages (entry-point group ``zoo.specs``), from
+``ZOO_SPECS_PATH`` and from folders added with :func:`add_specs`.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+from pathlib import Path
+from typing import Any
+
+from typing import TYPE_CHECKING
+
+from registry.catalog import Catalog, Entry
+from registry.errors import ZooError
+from registry.loader import load_spec_file
+
+if TYPE_CHECKING:
+    from registry.build import Pipeline
+    from registry.spec import Spec
+
+__version__ = "0.1.0"
+__all__ = ["ZooError", "add_specs", "catalog", "entry", "list", "load", "spec"]
+
+_catalog = Catalog()
+
+
+def catalog() -> Catalog:
+    """The process-wide catalog used by the functions below."""
+    return _catalog
+
+
+def add_specs(path: str | os.PathLike[str]) -> builtins.list[str]:
+    """Add a spec file or a folder of ``*.yaml`` specs; returns the names it contributes."""
+    _catalog.add_path(path)
+    root = Path(path).expanduser().resolve()
+    return [e.name for e in _catalog.entries() if e.path == root or root in e.path.parents]
+
+
+def list(  # noqa: A001 - the public name users expect (timm.list_models, zoo.list)
+    pattern: str | builtins.list[str] = "*",
+    task: str | None = None,
+    tags: builtins.list[str] | str | None = None,
+    fits: str | None = None,
+    exclude: str | builtins.list[str] | None = None,
+) -> builtins.list[str]:
+    """Spec names matching an fnmatch ``pattern``, a ``task``, all ``tags`` and a device ``fits``."""
+    return _catalog.list(pattern, task=task, tags=tags, fits=fits, exclude=exclude)
+
+
+def entry(name_or_path: str | os.PathLike[str]) -> Entry:
+    """The catalog entry of a spec name, or a spec file path (validated, not added)."""
+    text = os.fspath(name_or_path)
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        p = Path(text).expanduser().resolve()
+        return Entry(p, "file", spec=load_spec_file(p))
+    return _catalog.get(text)
+
+
+def spec(name: str) -> Spec:
+    """The validated spec of ``name`` (or of a spec file path)."""
+    e = entry(name)
+    assert e.spec is not None
+    return e.spec
+
+
+def load(
+    name: str,
+    variant: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    sampler: str | None = None,
+    *,
+    trust_remote_code: bool = False,
+    **params: Any,
+) -> Pipeline:
+    """Build the pipeline of ``name``: the first declared variant that fits this machine
+    (or ``variant``), on ``device``; ``params`` override the default sampler's parameters.
+    ``trust_remote_code`` must be given here *and* allowed by the spec."""
+    from registry.build import build_pipeline
+
+    e = entry(name)
+    assert e.spec is not None
+    return build_pipeline(
+        e.spec, file=e.path, variant=variant, device=device, dtype=dtype, sampler=sampler,
+        trust_remote_code=trust_remote_code, params=params,
+    )

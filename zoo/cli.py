@@ -1,0 +1,306 @@
+"""``zoo``: list, show, validate, run and conformance-check method specs.
+
+User errors print one line (``file:line:col: field: message``) and exit 2; ``--debug``
+shows the traceback instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import yaml
+
+import zoo
+from registry.errors import SpecErrors, ZooError
+
+EPILOG = """examples:
+  zoo list --task text-generation
+  zoo show f-dpmsolver
+  zoo run poe-bridge --prompt "12+34="
+  zoo run f-dpmsolver --nfe 10 --out samples.png
+  zoo validate my-method.yaml
+  zoo check my-method.yaml          # conformance suite on one spec
+  zoo check --all
+  zoo schema > zoo-spec.schema.json
+"""
+
+
+def _parse_value(text: str) -> Any:
+    """``key=value`` values are YAML scalars (numbers, booleans, lists), else strings."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return text if isinstance(value, dict) else value
+
+
+def _kv(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ZooError(f"--param: expected key=value, got {item!r}")
+        out[key.replace("-", "_")] = _parse_value(value)
+    return out
+
+
+def _extra_options(extra: list[str]) -> dict[str, str]:
+    """``--key value`` / ``--key=value`` / ``--flag`` pairs left over by argparse."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(extra):
+        tok = extra[i]
+        if not tok.startswith("--") or tok == "--":
+            raise ZooError(f"unexpected argument {tok!r}; method options look like --key value")
+        key, sep, value = tok[2:].partition("=")
+        if not sep:
+            if i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+                value = extra[i + 1]
+                i += 1
+            else:
+                value = "true"
+        out[key.replace("-", "_")] = value
+        i += 1
+    return out
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_list(args: argparse.Namespace) -> int:
+    names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
+    cat = zoo.catalog()
+    if args.json:
+        print(json.dumps([{"name": n, "task": zoo.spec(n).task, "title": zoo.spec(n).title} for n in names], indent=2))
+    else:
+        width = max([len(n) for n in names] + [4])
+        for n in names:
+            s = zoo.spec(n)
+            print(f"{n:<{width}}  {s.task:<22} {', '.join(s.variants):<12} {s.title}")
+    broken = cat.broken()
+    for b in broken:
+        print(f"BROKEN {b.error}", file=sys.stderr)
+    return 1 if broken and args.strict else 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    e = zoo.entry(args.name)
+    s = e.spec
+    assert s is not None
+    print(f"{s.name}: {s.title}")
+    print(f"  file:            {e.path}  ({e.origin})")
+    if s.paper:
+        print(f"  paper:           {s.paper.venue}" + (f", arXiv {s.paper.arxiv}" if s.paper.arxiv else "") + (f", code {s.paper.code}" if s.paper.code else ""))
+    print(f"  task / tags:     {s.task} / {', '.join(s.tags) or '-'}")
+    print(f"  implementation:  {s.implementation}")
+    if s.summary:
+        print(f"  summary:         {' '.join(s.summary.split())}")
+    print("  models:")
+    for role, m in s.models.items():
+        for v, src in m.variants.items():
+            what = getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "")
+            print(f"    {role:<12} {v:<6} {src.source:<12} {what}")
+    for section in ("samplers", "recipes"):
+        for n, p in getattr(s, section).items():
+            mark = " (default)" if n == s.default else ""
+            print(f"  {section[:-1]:<8} {n}{mark}: {p.target} {json.dumps(p.params) if p.params else ''}")
+    print("  variants (preference order) and fit here:")
+    machine = None
+    if not args.no_detect:
+        from registry.hardware import detect, fits
+
+        machine = detect()
+    for v in s.variants:
+        hw = s.hardware[v]
+        fit = ""
+        if machine is not None:
+            ok, why = fits(hw, machine)
+            fit = "fits" if ok else f"does not fit: {why}"
+        print(f"    {v:<6} {hw.accelerator}" + (f" ≥{hw.min_memory_gb:g} GB" if hw.min_memory_gb else "") + f" [{', '.join(hw.dtypes)}]  {fit}")
+    if s.metrics:
+        print("  metrics:")
+        for m in s.metrics:
+            tol = f" ±{m.tolerance:g}" if m.tolerance is not None else ""
+            print(f"    {m.kind:<10} {m.variant:<5} {m.dataset:<22} {m.name:<28} {m.value:g}{tol}" + (f"   $ {m.command}" if m.command else ""))
+    if s.invariants:
+        print(f"  invariants:      {', '.join(s.invariants)}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from registry.lint import lint
+    from registry.loader import load_spec_file
+
+    bad = 0
+    for path in args.paths:
+        try:
+            s = load_spec_file(path)
+            problems = lint(s, path)
+            if problems:
+                raise SpecErrors(problems)
+            print(f"{path}: ok ({s.name})")
+        except SpecErrors as exc:
+            bad += 1
+            for line in exc.lines():
+                print(line, file=sys.stderr)
+        except ZooError as exc:
+            bad += 1
+            print(str(exc), file=sys.stderr)
+    return 2 if bad else 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from registry.spec import json_schema
+
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
+    params = _kv(args.param or [])
+    t0 = time.perf_counter()
+    pipe = zoo.load(args.name, variant=args.variant, device=args.device, dtype=args.dtype, sampler=args.sampler,
+                    trust_remote_code=args.trust_remote_code, **params)
+    proc = pipe.procedure
+    options = _extra_options(extra)
+    inputs = None
+    cli_cls = getattr(proc, "CliInputs", None)
+    if cli_cls is not None:
+        from pydantic import ValidationError
+
+        try:
+            inputs = cli_cls(**options)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            field = "--" + ".".join(str(p) for p in err["loc"]).replace("_", "-")
+            msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"]
+            fields = ", ".join("--" + f.replace("_", "-") for f in cli_cls.model_fields)
+            raise ZooError(f"{field}: {msg} (options of {pipe.default}: {fields or 'none'})") from None
+    elif options:
+        raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
+    print(proc.run_cli(inputs, args.seed))
+    print(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
+          f"{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from registry.conformance import run_checks
+
+    targets: list[Any]
+    if args.all:
+        targets = [e for e in zoo.catalog().entries()] + zoo.catalog().broken()
+    elif not args.names:
+        raise ZooError("zoo check: name a spec (or a spec file), or pass --all")
+    else:
+        targets = []
+        for n in args.names:
+            try:
+                targets.append(zoo.entry(n))
+            except ZooError as exc:
+                print(f"FAIL  {n}  validates: {exc}")
+                return 1
+    ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet)
+    return 0 if ok else 1
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from registry.hardware import detect, fits, offline
+
+    print(f"python      {platform.python_version()} ({sys.executable})")
+    for pkg in ("zoo-icml2026", "torch", "transformers", "diffusers", "timm", "pydantic", "hypothesis", "safetensors"):
+        try:
+            print(f"{pkg:<12}{version(pkg)}")
+        except PackageNotFoundError:
+            print(f"{pkg:<12}not installed")
+    m = detect()
+    print(f"devices     {m.describe()}" + (" (bf16 ok)" if m.bf16_cuda else ""))
+    print(f"offline     {'yes' if offline() else 'no'} (HF_HUB_OFFLINE / ZOO_OFFLINE)")
+    print(f"threads     OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    print("specs:")
+    cat = zoo.catalog()
+    for e in cat.entries():
+        s = e.spec
+        assert s is not None
+        here = [v for v in s.variants if fits(s.hardware[v], m)[0]]
+        print(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})")
+    broken = cat.broken()
+    for b in broken:
+        print(f"  BROKEN {b.error}")
+    return 1 if broken else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zoo", description="Zoo: run and check ICML 2026 generative-modelling methods declared as YAML specs.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    p.add_argument("--specs", action="append", default=[], metavar="PATH", help="add a spec file or folder (repeatable; also ZOO_SPECS_PATH)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("list", help="list specs (never imports torch)")
+    s.add_argument("pattern", nargs="?", default="*", help="fnmatch pattern on names, e.g. '*dpm*'")
+    s.add_argument("--task")
+    s.add_argument("--tag", action="append", help="require this tag (repeatable)")
+    s.add_argument("--fits", help="only specs with a variant for this accelerator (cpu, cuda)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--strict", action="store_true", help="exit 1 if any spec is broken")
+
+    s = sub.add_parser("show", help="a spec: models, samplers, variants and fit here, metrics paper vs reproduced")
+    s.add_argument("name", help="spec name or spec file")
+    s.add_argument("--no-detect", action="store_true", help="skip hardware detection (no torch import)")
+
+    s = sub.add_parser("validate", help="validate spec files; file:line:col errors, exit 2")
+    s.add_argument("paths", nargs="+")
+
+    s = sub.add_parser("run", help="build a spec's pipeline and run its default sampler/recipe; method options as --key value",
+                       epilog="Method options (e.g. --prompt, --nfe, --out, --topics) are listed by the method's docs and by the error for an unknown option.")
+    s.add_argument("name", help="spec name or spec file")
+    s.add_argument("--variant")
+    s.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: what the variant needs)")
+    s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"])
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--sampler", help="run this sampler/recipe instead of the default")
+    s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a sampler parameter (repeatable)")
+    s.add_argument("--trust-remote-code", action="store_true", help="allow remote code where the spec also allows it")
+
+    s = sub.add_parser("check", help="conformance suite: validate, build, sampler contract, invariants, metrics")
+    s.add_argument("names", nargs="*", help="spec names or spec files")
+    s.add_argument("--all", action="store_true", help="every discovered spec (broken ones fail)")
+    s.add_argument("--slow", action="store_true", help="also re-check slow metrics and use the nightly hypothesis profile")
+    s.add_argument("--only", help="run only checks whose id contains this text")
+    s.add_argument("-q", "--quiet", action="store_true")
+
+    sub.add_parser("schema", help="print the spec JSON Schema")
+    sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        for path in args.specs:
+            zoo.add_specs(path)
+        if args.command == "run":
+            return cmd_run(args, extra)
+        handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
+                   "check": cmd_check, "doctor": cmd_doctor}[args.command]
+        return handler(args)
+    except ZooError as exc:
+        if args.debug:
+            raise
+        located = exc.location.file is not None or exc.location.field is not None
+        print(str(exc) if located else f"zoo: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
