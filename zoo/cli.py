@@ -12,8 +12,6 @@ import sys
 import time
 from typing import Any
 
-import yaml
-
 import zoo
 from registry.errors import SpecErrors, ZooError
 
@@ -31,6 +29,8 @@ EPILOG = """examples:
 
 def _parse_value(text: str) -> Any:
     """``key=value`` values are YAML scalars (numbers, booleans, lists), else strings."""
+    import yaml
+
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -72,13 +72,13 @@ def _extra_options(extra: list[str]) -> dict[str, str]:
 def cmd_list(args: argparse.Namespace) -> int:
     names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
     cat = zoo.catalog()
+    headers = [cat.get(n).header or {} for n in names]
     if args.json:
-        print(json.dumps([{"name": n, "task": zoo.spec(n).task, "title": zoo.spec(n).title} for n in names], indent=2))
+        print(json.dumps([{k: h[k] for k in ("name", "task", "title", "tags", "variants")} for h in headers], indent=2))
     else:
         width = max([len(n) for n in names] + [4])
-        for n in names:
-            s = zoo.spec(n)
-            print(f"{n:<{width}}  {s.task:<22} {', '.join(s.variants):<12} {s.title}")
+        for h in headers:
+            print(f"{h['name']:<{width}}  {h['task']:<22} {', '.join(h['variants']):<12} {h['title']}")
     broken = cat.broken()
     for b in broken:
         print(f"BROKEN {b.error}", file=sys.stderr)
