@@ -133,6 +133,7 @@ class Metric(Strict):
     command: str | None = Field(None, description="the command that reproduces the number")
     check: Target | None = Field(None, description="callable(pipeline) -> float re-checked by conformance")
     slow: bool = Field(False, description="too slow for the default conformance run")
+    setting: dict[str, Any] = Field({}, description="conditions the number holds under, e.g. {nfe: 10, lanes: 4}")
     source: str | None = Field(None, description="where a reported number comes from (table, figure)")
     notes: str | None = None
 

@@ -115,8 +115,10 @@ def test_listing_and_validation_import_no_heavy_library(tmp_path: Path) -> None:
     assert int(count) >= 1 and heavy == "[]", res.stdout
 
 
-def test_committed_json_schema_is_fresh() -> None:
+def test_committed_json_schema_and_spec_reference_are_fresh() -> None:
+    res = subprocess.run([sys.executable, str(REPO / "tools" / "gen_docs.py"), "--check"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
     from registry.spec import json_schema
 
     committed = json.loads((REPO / "schemas" / "zoo-spec.schema.json").read_text())
-    assert committed == json.loads(json.dumps(json_schema())), "regenerate: zoo schema > schemas/zoo-spec.schema.json"
+    assert committed == json.loads(json.dumps(json_schema()))
