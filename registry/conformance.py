@@ -95,16 +95,24 @@ def assert_same(a: Any, b: Any, *, exact: bool = True, path: str = "result") -> 
 
 
 # ----------------------------------------------------------------------------- helpers
-_pipelines: dict[tuple[str, str], Any] = {}
+_pipelines: dict[tuple[str, str, str, str | None], Any] = {}
 
 
-def _pipeline(entry: Entry, variant: str) -> Any:
+@dataclass(frozen=True)
+class Target:
+    """Where the CPU variants run during a check: ``cpu`` here, ``cuda`` (and bf16) on a GPU box."""
+
+    device: str = "cpu"
+    dtype: str | None = None
+
+
+def _pipeline(entry: Entry, variant: str, target: Target = Target()) -> Any:
     from .build import build_pipeline
 
-    key = (str(entry.path), variant)
+    key = (str(entry.path), variant, target.device, target.dtype)
     if key not in _pipelines:
         assert entry.spec is not None
-        _pipelines[key] = build_pipeline(entry.spec, file=entry.path, variant=variant, device="cpu")
+        _pipelines[key] = build_pipeline(entry.spec, file=entry.path, variant=variant, device=target.device, dtype=target.dtype)
     return _pipelines[key]
 
 
@@ -150,7 +158,7 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
 
 
 # ----------------------------------------------------------------------------- checks
-def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
+def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> list[Check]:
     """All conformance checks of one spec file (cheap to create; work happens when run)."""
     name = entry.name
     if entry.spec is None:
@@ -195,7 +203,7 @@ def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
     # every CPU variant builds
     cpu = cpu_variants(spec)
     for v in cpu:
-        checks.append(Check(name, f"{name}::builds[{v}]", lambda v=v: _pipeline(entry, v) and None))
+        checks.append(Check(name, f"{name}::builds[{v}]", lambda v=v: _pipeline(entry, v, target) and None))
 
     # hub-loaded roles (usually the paper's `full` checkpoints): loading path on a tiny local copy
     for role, model in spec.models.items():
@@ -224,7 +232,7 @@ def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
             section = "samplers" if pname in spec.samplers else "recipes"
 
             def determinism(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0).samplers[pname]
+                proc = _pipeline(entry, v0, target).samplers[pname]
                 inputs = proc.example_inputs(2)
                 first = proc(seed=1234, **inputs)
                 second = proc(seed=1234, **inputs)
@@ -233,10 +241,10 @@ def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
             def params(pname: str = pname, section: str = section) -> None:
                 from .build import make_procedure
 
-                pipe = _pipeline(entry, v0)
+                pipe = _pipeline(entry, v0, target)
                 for bad in ({"__not_a_parameter__": 1},):
                     try:
-                        make_procedure(spec, pname, pipe.models, "cpu", None, bad, file)
+                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, bad, file)
                     except ParamError as exc:
                         assert "__not_a_parameter__" in str(exc) or "unknown parameter" in str(exc), str(exc)
                     else:
@@ -245,7 +253,7 @@ def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
                 typed = [f for f, info in cls.Params.model_fields.items() if info.annotation not in (Any, object)]
                 if typed:
                     try:
-                        make_procedure(spec, pname, pipe.models, "cpu", None, {typed[0]: object()}, file)
+                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, {typed[0]: object()}, file)
                     except ParamError as exc:
                         assert typed[0] in str(exc), f"error does not name the parameter: {exc}"
                     else:
@@ -255,7 +263,7 @@ def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
             checks.append(Check(name, f"{name}::{section}[{pname}]::param-validation", params))
 
             def batch(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0).samplers[pname]
+                proc = _pipeline(entry, v0, target).samplers[pname]
                 if not getattr(proc, "batch_independent", False):
                     raise Skipped(f"{pname} does not declare batch_independent")
                 inputs = proc.example_inputs(3)
@@ -305,7 +313,7 @@ def checks_for(entry: Entry, slow: bool = False) -> list[Check]:
             if m.variant not in cpu:
                 raise Skipped(f"variant {m.variant} does not run on cpu")
             fn = resolve(m.check)
-            value = float(fn(_pipeline(entry, m.variant)))
+            value = float(fn(_pipeline(entry, m.variant, target)))
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )
@@ -337,12 +345,14 @@ def run_check(check: Check) -> tuple[str, str, float]:
     return "PASS", "", time.perf_counter() - t0
 
 
-def run_checks(entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True) -> bool:
+def run_checks(
+    entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target()
+) -> bool:
     """Run every check of ``entries``; print one line per check; True if none failed."""
     load_hypothesis_profile(slow)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     for entry in entries:
-        for check in checks_for(entry, slow=slow):
+        for check in checks_for(entry, slow=slow, target=target):
             if only and only not in check.id:
                 continue
             status, msg, secs = run_check(check)

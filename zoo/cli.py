@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from registry.conformance import run_checks
+    from registry.conformance import Target, run_checks
 
     targets: list[Any]
     if args.all:
@@ -202,7 +202,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             except ZooError as exc:
                 print(f"FAIL  {n}  validates: {exc}")
                 return 1
-    ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet)
+    ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
+                    target=Target(args.device, args.dtype))
     return 0 if ok else 1
 
 
@@ -272,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="every discovered spec (broken ones fail)")
     s.add_argument("--slow", action="store_true", help="also re-check slow metrics and use the nightly hypothesis profile")
     s.add_argument("--only", help="run only checks whose id contains this text")
+    s.add_argument("--device", default="cpu", help="run the CPU variants on this device (e.g. cuda on a GPU machine)")
+    s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"], help="build the CPU variants in this dtype")
     s.add_argument("-q", "--quiet", action="store_true")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
