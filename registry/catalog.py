@@ -97,11 +97,20 @@ class _IndexCache:
                 pass
 
     @staticmethod
-    def key(path: Path) -> str:
-        """Content hash: mtimes can tie within a filesystem tick, contents cannot lie."""
+    def key(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
+        """Content hash (mtimes can tie within a filesystem tick), including the files an
+        ``extends:`` line inherits from, so editing a parent re-validates its children."""
         import hashlib
+        import re
 
-        return hashlib.sha1(path.read_bytes()).hexdigest()
+        raw = path.read_bytes()
+        h = hashlib.sha1(raw)
+        match = re.search(rb"^extends:\s*['\"]?([^'\"\s#]+)", raw, re.MULTILINE)
+        if match:
+            parent = (path.parent / match.group(1).decode("utf-8", "replace")).resolve()
+            if parent.is_file() and parent not in _seen:
+                h.update(_IndexCache.key(parent, _seen | {path}).encode())
+        return h.hexdigest()
 
     def get(self, path: Path, key: str) -> dict[str, Any] | None:
         hit = self.data.get(str(path))

@@ -4,6 +4,10 @@
 * Duplicate keys are errors (the last value silently winning is a classic config bug).
 * Every problem names ``file:line:col: field.path: message``; all problems of a file are
   reported at once, unknown keys with a "did you mean".
+* ``extends: other.yaml`` (a path relative to the file) inherits another spec: mappings merge
+  key by key, everything else (lists, scalars) is replaced by the child, and a child value of
+  ``null`` deletes the key. Chains are allowed, cycles are errors; errors in inherited fields
+  name the parent file and line. Relative ``weights`` paths resolve against the child's folder.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ class Document:
     data: Any
     file: str
     positions: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    origins: dict[PathKey, str] = field(default_factory=dict)  # inherited paths -> the file defining them
 
     def location(self, path: PathKey, field_name: str | None = None) -> Location:
         """Location of the deepest existing prefix of ``path``."""
@@ -40,7 +45,8 @@ class Document:
         while probe and probe not in self.positions:
             probe = probe[:-1]
         line, col = self.positions.get(probe, (1, 1))
-        return Location(self.file, line, col, field_name if field_name is not None else dotted(path))
+        file = self.origins.get(probe, self.file)
+        return Location(file, line, col, field_name if field_name is not None else dotted(path))
 
 
 def dotted(path: PathKey) -> str:
@@ -202,27 +208,28 @@ def validate_document(doc: Document) -> Spec:
         raise SpecErrors(errs) from None
 
 
-_POSITIONS: dict[str, dict[PathKey, tuple[int, int]]] = {}
+_DOCUMENTS: dict[str, Document] = {}
 
 
-def locate(file: str | None, field_path: str) -> Location:
-    """Location (with line and column) of a dotted field path in a spec file already loaded."""
-    if file is None:
-        return Location(None, None, None, field_path)
-    positions = _POSITIONS.get(str(file))
-    if positions is None:
-        try:
-            positions = parse_yaml(Path(file).read_text(encoding="utf-8"), str(file)).positions
-        except (OSError, SpecError):
-            positions = {}
-        _POSITIONS[str(file)] = positions
-    doc = Document(None, str(file), positions)
-    parts = tuple(int(p) if p.isdigit() else p for p in field_path.split(".")) if field_path else ()
-    return doc.location(parts, field_path)
+def merge(base: Any, over: Any) -> Any:
+    """``extends`` semantics: mappings merge recursively, a ``None`` in ``over`` deletes the key,
+    anything else in ``over`` replaces. Inputs are not modified."""
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return over
+    out = dict(base)
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict):
+            # merge into the inherited mapping, or into nothing (which still drops null markers)
+            out[key] = merge(out[key] if isinstance(out.get(key), dict) else {}, value)
+        else:
+            out[key] = value
+    return out
 
 
-def load_spec_file(path: str | Path) -> Spec:
-    """Read, parse and validate one spec file (all problems at once in :class:`SpecErrors`)."""
+def read_document(path: str | Path, _chain: tuple[Path, ...] = ()) -> Document:
+    """Parse a spec file and resolve its ``extends`` chain into one document."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -231,5 +238,46 @@ def load_spec_file(path: str | Path) -> Spec:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot read: {exc}", Location(str(p))) from None
     doc = parse_yaml(text, str(p))
-    _POSITIONS[str(p)] = doc.positions
+    if not (isinstance(doc.data, dict) and "extends" in doc.data):
+        return doc
+    ref = doc.data["extends"]
+    here = doc.location(("extends",))
+    if not isinstance(ref, str) or not ref.endswith((".yaml", ".yml")):
+        raise SpecError("expected the path of a spec file relative to this one, e.g. ddim.yaml", here)
+    parent_path = (p.parent / ref).resolve()
+    chain = _chain + (p.resolve(),)
+    if parent_path in chain:
+        raise SpecError(f"extends cycle: {' -> '.join(c.name for c in chain)} -> {parent_path.name}", here)
+    if not parent_path.is_file():
+        raise SpecError(f"extends: no such file {parent_path}", here)
+    parent = read_document(parent_path, chain)
+    child = {k: v for k, v in doc.data.items() if k != "extends"}
+    merged = Document(merge(parent.data, child), str(p))
+    for key, pos in parent.positions.items():
+        if key not in doc.positions:
+            merged.positions[key] = pos
+            merged.origins[key] = parent.origins.get(key, parent.file)
+    merged.positions.update(doc.positions)
+    return merged
+
+
+def locate(file: str | None, field_path: str) -> Location:
+    """Location (with line and column) of a dotted field path in a spec file already loaded."""
+    if file is None:
+        return Location(None, None, None, field_path)
+    doc = _DOCUMENTS.get(str(file))
+    if doc is None:
+        try:
+            doc = read_document(file)
+        except SpecError:
+            doc = Document(None, str(file))
+        _DOCUMENTS[str(file)] = doc
+    parts = tuple(int(p) if p.isdigit() else p for p in field_path.split(".")) if field_path else ()
+    return doc.location(parts, field_path)
+
+
+def load_spec_file(path: str | Path) -> Spec:
+    """Read, parse (with ``extends``) and validate one spec file; all problems at once in :class:`SpecErrors`."""
+    doc = read_document(path)
+    _DOCUMENTS[str(path)] = doc
     return validate_document(doc)

@@ -87,8 +87,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     e = zoo.entry(args.name)
-    s = e.spec
-    assert s is not None
+    s = zoo.spec(args.name)
+    if args.yaml:
+        import yaml
+
+        print(yaml.safe_dump(s.model_dump(mode="json", exclude_defaults=True), sort_keys=False, width=110), end="")
+        return 0
     print(f"{s.name}: {s.title}")
     print(f"  file:            {e.path}  ({e.origin})")
     if s.paper:
@@ -253,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="a spec: models, samplers, variants and fit here, metrics paper vs reproduced")
     s.add_argument("name", help="spec name or spec file")
     s.add_argument("--no-detect", action="store_true", help="skip hardware detection (no torch import)")
+    s.add_argument("--yaml", action="store_true", help="print the resolved spec (extends applied, defaults omitted)")
 
     s = sub.add_parser("validate", help="validate spec files; file:line:col errors, exit 2")
     s.add_argument("paths", nargs="+")

@@ -1,0 +1,106 @@
+"""``extends:``: merge semantics as properties, and located errors across files."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from registry.errors import SpecError
+import copy
+
+from registry.loader import load_spec_file, merge
+
+FIXTURES = Path(__file__).parent / "fixtures" / "specs"
+keys = st.sampled_from(list("abcde"))
+leaves = st.one_of(st.integers(0, 9), st.lists(st.integers(0, 9), max_size=2), st.text("xy", max_size=2))
+overlays = st.recursive(st.dictionaries(keys, st.one_of(leaves, st.none()), max_size=4),
+                        lambda c: st.dictionaries(keys, st.one_of(leaves, st.none(), c), max_size=4), max_leaves=10)
+bases = st.recursive(st.dictionaries(keys, leaves, max_size=4), lambda c: st.dictionaries(keys, st.one_of(leaves, c), max_size=4), max_leaves=10)
+
+
+@given(bases, overlays)
+def test_merge_is_idempotent(a: dict, b: dict) -> None:
+    """Invariant: applying the same child twice changes nothing the second time."""
+    assert merge(merge(a, b), b) == merge(a, b)
+
+
+@given(bases, overlays)
+def test_merge_local_wins(a: dict, b: dict) -> None:
+    """Invariant: every non-null leaf the child sets is in the result; every null deletes."""
+    out = merge(a, b)
+
+    def check(over: dict, got: dict) -> None:
+        for k, v in over.items():
+            if v is None:
+                assert k not in got
+            elif isinstance(v, dict):
+                check(v, got[k])
+            else:
+                assert got[k] == v
+
+    check(b, out)
+
+
+@given(bases, overlays)
+def test_merge_never_mutates_its_inputs(a: dict, b: dict) -> None:
+    """Invariant: resolving a child leaves the parent's data untouched (parents are shared)."""
+    a0, b0 = copy.deepcopy(a), copy.deepcopy(b)
+    merge(a, b)
+    assert a == a0 and b == b0
+
+
+@given(bases)
+def test_empty_child_is_identity(a: dict) -> None:
+    """Invariant: a child that sets nothing inherits exactly the parent."""
+    assert merge(a, {}) == a
+
+
+def _family(tmp_path: Path, child: str) -> Path:
+    shutil.copy(FIXTURES / "demo-affine.safetensors", tmp_path)
+    shutil.copy(FIXTURES / "demo-gaussian.yaml", tmp_path / "parent.yaml")
+    p = tmp_path / "child.yaml"
+    p.write_text(child)
+    return p
+
+
+def test_child_overrides_params_and_inherits_the_rest(tmp_path: Path) -> None:
+    p = _family(tmp_path, "extends: parent.yaml\nname: demo-hot\nsamplers:\n  gaussian:\n    params: {temperature: 4.0}\nmetrics: null\n")
+    spec = load_spec_file(p)
+    assert spec.name == "demo-hot" and spec.samplers["gaussian"].params == {"temperature": 4.0}
+    assert spec.samplers["gaussian"].target == "zoo_demo_plugin:GaussianSampler"
+    assert spec.metrics == [] and spec.invariants == ["temperature-scales-spread"]
+
+
+def test_error_in_inherited_field_names_the_parent_file(tmp_path: Path) -> None:
+    p = _family(tmp_path, "extends: parent.yaml\nname: demo-bad\n")
+    (tmp_path / "parent.yaml").write_text((tmp_path / "parent.yaml").read_text().replace("min_memory_gb: 40", "min_memory_gb: lots"))
+    with pytest.raises(SpecError) as exc:
+        load_spec_file(p)
+    assert str(exc.value).startswith(f"{tmp_path / 'parent.yaml'}:") and "min_memory_gb" in str(exc.value)
+
+
+def test_extends_cycle_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\nname: a\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\nname: b\n")
+    with pytest.raises(SpecError, match="extends cycle: a.yaml -> b.yaml -> a.yaml"):
+        load_spec_file(tmp_path / "a.yaml")
+
+
+def test_catalog_revalidates_children_when_the_parent_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry.catalog import Catalog
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    p = _family(specs, "extends: parent.yaml\nname: demo-child\n")
+    (specs / "parent.yaml").write_text((specs / "parent.yaml").read_text().replace("name: demo-gaussian", "name: demo-parent"))
+    cat = Catalog()
+    cat.add_path(specs)
+    assert {"demo-child", "demo-parent"} <= set(cat.list("demo-*"))
+    (specs / "parent.yaml").write_text((specs / "parent.yaml").read_text().replace("task: unconditional-sampling", "task: Bad Task"))
+    cat2 = Catalog()
+    cat2.add_path(specs)
+    assert "demo-child" not in cat2.list() and any(b.path == p.resolve() for b in cat2.broken())
