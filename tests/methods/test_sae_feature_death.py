@@ -1,0 +1,156 @@
+"""Behaviour tests for the shared SAE core (zoo.common.sae / activations / corpus) and the
+sae-feature-death method, beyond the conformance suite."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.common.sae import SparseAutoencoder, TrainConfig, geometric_median, load_sae, save_sae, train_sae
+from zoo.methods.sae_feature_death import diagnostics as dg
+
+
+def _repo_demo(seed: int = 0, n: int = 10_000, shift: float = 50.0) -> torch.Tensor:
+    """The authors' synthetic demo: d = 64, 128 unit ground-truth features, 5 active |N(0,1)|
+    coefficients per sample, 0.1 Gaussian noise, +shift on dim 0."""
+    g = torch.Generator().manual_seed(seed)
+    feats = torch.nn.functional.normalize(torch.randn(128, 64, generator=g), dim=1)
+    idx = torch.rand(n, 128, generator=g).argsort(1)[:, :5]
+    coef = torch.zeros(n, 128).scatter(1, idx, torch.randn(n, 5, generator=g).abs())
+    x = coef @ feats + 0.1 * torch.randn(n, 64, generator=g)
+    x[:, 0] += shift
+    return x
+
+
+def test_repo_demo_death_and_fixes():
+    """Synthetic demo of the paper's repository (gamma ~ 21.5, ~91 % dead): most features die at
+    the standard init; b_dec = geometric median and PCA whitening leave none dead."""
+    x = _repo_demo()
+    g = dg.gamma(x)
+    assert 19 < g < 24
+    sae = SparseAutoencoder(64, 256, "topk", 5, seed=0)
+    base = dg.dead_by_pathway(sae, x)
+    assert base.total > 0.8 and base.relu > 0.25 and base.topk > 0.25
+    assert abs(base.relu - dg.predicted_dead_by_relu(g, x.shape[0])) < 0.1
+    sae.set_b_dec_init(x, "geometric_median")
+    assert dg.dead_by_pathway(sae, x).total == 0.0
+    sae.set_b_dec_init(x, "zeros")
+    xw, _ = dg.preprocess(x, "pca_whiten")
+    assert dg.dead_by_pathway(sae, xw).total == 0.0
+    xl, _ = dg.preprocess(x, "layernorm")  # negative control: LayerNorm alone does not fix it
+    assert dg.dead_by_pathway(sae, xl).total > 0.5
+
+
+def test_pca_whiten_is_stable_under_a_huge_mean():
+    """Regression: whitening must centre in float64 first (the covariance solver cancels badly)."""
+    x = _repo_demo(shift=1e4, n=4000)
+    xw, _ = dg.preprocess(x, "pca_whiten")
+    cov = np.cov(xw.double().numpy().T)
+    assert np.allclose(np.diag(cov) / np.diag(cov).mean(), 1.0, atol=0.02)
+    assert dg.dead_by_pathway(SparseAutoencoder(64, 256, "topk", 5), xw).total == 0.0
+
+
+def test_training_bdec_zero_does_not_learn_mean_but_centred_recovers():
+    """At high gamma with b_dec = 0 features stay dead and b_dec stays far from mu; with
+    b_dec = mean the same budget leaves few dead features and a lower FVU (paper §4.7)."""
+    x = _repo_demo(n=4000, shift=50.0)
+    out = {}
+    for how in ("zeros", "mean"):
+        sae = SparseAutoencoder(64, 256, "topk", 5, seed=0)
+        hist = train_sae(sae, x, TrainConfig(steps=300, batch_size=128, lr=1e-3, b_dec_init=how, seed=0))
+        out[how] = (dg.dead_by_pathway(sae, x).total, hist.b_dec_rel_dist[-1], hist.fvu[-1])
+    assert out["zeros"][0] > 0.6 and out["zeros"][1] > 0.9
+    assert out["mean"][0] < 0.1 and out["mean"][1] < 0.05
+    assert out["mean"][2] < out["zeros"][2]
+
+
+def test_topk_and_batchtopk_sparsity():
+    sae = SparseAutoencoder(16, 64, "topk", 3, seed=1)
+    x = torch.randn(50, 16)
+    z = sae.encode(x)
+    assert int((z > 0).sum(1).max()) <= 3
+    b = SparseAutoencoder(16, 64, "batchtopk", 3, seed=1).train()
+    zb = b.encode(x)
+    assert int((zb > 0).sum()) <= 3 * 50
+    b.eval()
+    b.threshold.fill_(0.5)
+    ze = b.encode(x)
+    assert bool(((ze == 0) | (ze > 0.5)).all())
+
+
+def test_save_load_roundtrip(tmp_path):
+    sae = SparseAutoencoder(8, 32, "batchtopk", 4, seed=3)
+    train_sae(sae, torch.randn(256, 8), TrainConfig(steps=5, batch_size=32, b_dec_init="mean", threshold_start_step=1))
+    save_sae(sae, tmp_path / "s.safetensors")
+    back = load_sae(tmp_path / "s.safetensors")
+    assert back.config() == sae.config()
+    for k, v in sae.state_dict().items():
+        assert torch.equal(v, back.state_dict()[k]), k
+
+
+def test_geometric_median_is_robust():
+    """The geometric median ignores a few far outliers that drag the mean."""
+    x = torch.randn(200, 3, dtype=torch.float64)
+    x[:5] += 1000.0
+    gm = geometric_median(x)
+    assert float(gm.norm()) < 0.5 < float(x.mean(0).norm())
+
+
+def test_closed_forms_known_values():
+    """Phi(-C/gamma) at gamma = C equals Phi(-1); TopK with gamma -> inf reaches 1 - k/F."""
+    from statistics import NormalDist
+
+    c = NormalDist().inv_cdf(1 - 1e-5)
+    assert math.isclose(dg.predicted_dead_by_relu(c), NormalDist().cdf(-1.0), rel_tol=1e-12)
+    assert math.isclose(dg.predicted_dead_by_topk(1e9, 100_000, 64, 8192), 1 - 64 / 8192, rel_tol=1e-6)
+
+
+# ----------------------------------------------------------------------------- real MiniLM
+
+@pytest.fixture(scope="module")
+def minilm():
+    from zoo.methods.sae_feature_death.toy import build_minilm
+
+    return build_minilm()
+
+
+def test_minilm_is_the_real_model(minilm):
+    """The packaged weights reproduce the well-known all-MiniLM-L6-v2 similarity 0.755."""
+    from zoo.common.activations import sentence_embeddings
+
+    e = sentence_embeddings(minilm, ["A man is eating food.", "A man is eating a piece of bread.",
+                                      "The stock market fell sharply today."])
+    assert abs(float(e[0] @ e[1]) - 0.755) < 0.002 and abs(float(e[0] @ e[2])) < 0.05
+
+
+def test_collect_activations_drops_padding(minilm):
+    """Batched collection returns exactly the real tokens, equal to one-text-at-a-time collection."""
+    from zoo.common.activations import collect_activations
+
+    texts = ["short text.", "a much longer piece of text with many more tokens than the first one"]
+    both = collect_activations(minilm, texts, layer=2)
+    singles = torch.cat([collect_activations(minilm, [t], layer=2) for t in texts])
+    n_real = sum(len(minilm.tokenizer(t)["input_ids"]) for t in texts)
+    assert both.shape == (n_real, 384) == singles.shape
+    assert torch.allclose(both, singles, atol=1e-4)
+    hooked = collect_activations(minilm, texts, module="encoder.layer.1")
+    assert torch.allclose(hooked, both, atol=1e-5)
+
+
+def test_report_on_real_activations(minilm, tmp_path):
+    """On real MiniLM layer-3 activations death rises with the injected outlier, tracks the
+    closed form, and vanishes with mean-centring; the CLI writes the table and the PNG."""
+    from zoo.methods.sae_feature_death import FeatureDeathReport
+
+    proc = FeatureDeathReport(models={"encoder": minilm}, params=FeatureDeathReport.Params(), device="cpu", dtype=None)
+    rep = proc(seed=0, magnitudes=[0.0, 20.0, 320.0], max_tokens=2048, n_features=1024, k=16, preprocessings=["mean"])
+    rows = rep["rows"]
+    assert 0.35 < rows[0]["gamma"] < 0.5
+    assert rows[0]["dead_total"] < 0.05 < rows[1]["dead_total"] < rows[2]["dead_total"]
+    assert rows[2]["dead_total"] > 0.9 and abs(rows[2]["dead_relu"] - rows[2]["pred_relu"]) < 0.05
+    assert all(r["dead_total_mean"] == 0.0 for r in rows)
+    inputs = FeatureDeathReport.CliInputs(out=str(tmp_path / "p.png"), max_tokens=512, magnitudes="0,40")
+    text = proc.run_cli(inputs, seed=0)
+    assert "pred" in text and (tmp_path / "p.png").stat().st_size > 1000

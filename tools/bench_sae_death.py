@@ -1,0 +1,91 @@
+"""Reproduce the SAE feature-death claims at CPU scale on real all-MiniLM-L6-v2 activations.
+
+Claims (Simon, Adams & Zou, ICML 2026, arXiv 2605.31518): with the standard init (b_dec = 0)
+init death rises with the outlier severity γ; the closed forms Φ(−C/γ), Φ(t_k − C/γ) track it;
+centring (b_dec = mean / geometric median) brings it to ~0 at every γ; per-token LayerNorm does
+not; and in training b_dec does not learn the mean in a realistic budget at high γ.
+
+Prints the init-death table (baselines: b_dec = 0 vs each preprocessing, same run), the cheap
+checks of the spec, and with --train the training-dynamics table; writes the PNG plot.
+
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python tools/bench_sae_death.py [--train]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _spearman(a: list[float], b: list[float]) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, default=20_000, help="eval tokens for the init-death table (default 20000)")
+    ap.add_argument("--layer", type=int, default=3, help="MiniLM hidden_states index (default 3)")
+    ap.add_argument("--features", type=int, default=3072, help="SAE width F (default 3072 = 8 x 384)")
+    ap.add_argument("--k", type=int, default=32, help="TopK k (default 32)")
+    ap.add_argument("--train", action="store_true", help="also run the training-dynamics table (~12 min on 1 thread)")
+    ap.add_argument("--steps", type=int, default=1800, help="training steps (default 1800)")
+    ap.add_argument("--inits", default="zeros,mean,zeros+auxk", help="b_dec inits to train (default zeros,mean,zeros+auxk)")
+    ap.add_argument("--plot", default=str(ROOT / "docs/methods/sae-feature-death.png"), help="PNG output path")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    from zoo.methods.sae_feature_death import CentredTraining, FeatureDeathReport, format_report, plot_report
+    from zoo.methods.sae_feature_death import metrics as M
+    from zoo.methods.sae_feature_death.toy import build_minilm
+
+    enc = build_minilm()
+    rep_proc = FeatureDeathReport(models={"encoder": enc}, params=FeatureDeathReport.Params(
+        layer=args.layer, max_tokens=args.tokens, n_features=args.features, k=args.k), device="cpu", dtype=None)
+    t0 = time.time()
+    rep = rep_proc(seed=0, progress=True)
+    print(format_report(rep))
+    rows = rep["rows"]
+    gs = [r["gamma"] for r in rows]
+    mae_t = sum(abs(r["dead_total"] - r["pred_total"]) for r in rows) / len(rows)
+    mae_r = sum(abs(r["dead_relu"] - r["pred_relu"]) for r in rows) / len(rows)
+    print(f"\nSpearman(γ, measured total) = {_spearman(gs, [r['dead_total'] for r in rows]):.3f}; "
+          f"Spearman(γ, measured ReLU) = {_spearman(gs, [r['dead_relu'] for r in rows]):.3f} "
+          f"(over injected magnitudes; the paper's 0.89 / 0.82 are across 454 real model-layers)")
+    print(f"mean |measured − predicted|: total {100 * mae_t:.1f} points, ReLU {100 * mae_r:.1f} points")
+    print(f"max total death after mean-centring: {100 * max(r['dead_total_mean'] for r in rows):.2f} %, "
+          f"geometric median: {100 * max(r['dead_total_geometric_median'] for r in rows):.2f} %, "
+          f"PCA whitening: {100 * max(r['dead_total_pca_whiten'] for r in rows):.2f} %")
+    print(f"[{time.time() - t0:.0f} s]")
+    plot_report(rep, args.plot)
+    print(f"plot: {args.plot}")
+
+    print(f"\nCheap spec checks (first {M.CHECK_TOKENS} tokens):")
+    small = FeatureDeathReport(models={"encoder": enc}, params=FeatureDeathReport.Params(), device="cpu", dtype=None)
+    for fn in (M.gamma_native, M.dead_total_m40, M.dead_relu_m40, M.dead_total_mean_centred_max):
+        print(f"  {fn.__name__:32s} {fn(small):.4f}")
+
+    if args.train:
+        tr = CentredTraining(models={"encoder": enc}, params=CentredTraining.Params(steps=args.steps), device="cpu", dtype=None)
+        t0 = time.time()
+        out = tr(seed=0, magnitudes=[0.0, 40.0, 160.0], b_dec_inits=args.inits.split(","), progress=True)
+        cfg = out["config"]
+        print(f"\nTraining dynamics: TopK F={cfg['n_features']} k={cfg['k']}, Adam lr {cfg['lr']}, batch 256, "
+              f"{cfg['steps']} steps, {cfg['n_train']} train / {cfg['n_eval']} eval tokens")
+        print("    m |  gamma | b_dec init | dead init % | dead final % |   FVU | ||b_dec-mu||/||mu||")
+        for r in out["rows"]:
+            print(f"{r['m']:5.0f} | {r['gamma']:6.2f} | {r['b_dec_init']:>10} | {100 * r['dead_init']:11.1f} | "
+                  f"{100 * r['dead_final']:12.1f} | {r['fvu']:5.3f} | {r['b_dec_rel_dist']:.3f}")
+        print(f"[{time.time() - t0:.0f} s]")
+
+
+if __name__ == "__main__":
+    main()

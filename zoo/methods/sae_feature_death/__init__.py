@@ -1,0 +1,29 @@
+"""SAE feature death from activation outliers (Simon, Adams & Zou, ICML 2026, arXiv 2605.31518).
+
+Diagnostics (gamma, effective rank, closed-form death predictions, dead-by-pathway accounting,
+preprocessing fixes) and two procedures: :class:`FeatureDeathReport` (analysis) and
+:class:`CentredTraining` (training dynamics)."""
+from .analysis import CentredTraining, FeatureDeathReport, format_report, plot_report
+from .diagnostics import (
+    DeathCounts,
+    dead_by_pathway,
+    effective_rank,
+    gamma,
+    predicted_dead_by_relu,
+    predicted_dead_by_topk,
+    preprocess,
+)
+
+__all__ = [
+    "CentredTraining",
+    "DeathCounts",
+    "FeatureDeathReport",
+    "dead_by_pathway",
+    "effective_rank",
+    "format_report",
+    "gamma",
+    "plot_report",
+    "predicted_dead_by_relu",
+    "predicted_dead_by_topk",
+    "preprocess",
+]

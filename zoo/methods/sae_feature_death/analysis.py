@@ -1,0 +1,274 @@
+"""Procedures of the ``sae-feature-death`` spec: the init-death report (analysis, default) and the
+training-dynamics recipe, on a real model's activations.
+
+Simon, Adams & Zou, ICML 2026, arXiv 2605.31518 (code github.com/ElanaPearl/sae-feature-death).
+The report reproduces the paper's central experiment at CPU scale: collect a layer's activations,
+inject a dimension-level outlier of magnitude m (x[:, dim] += m) to control gamma, and measure
+dead-by-ReLU / dead-by-TopK at the standard init (b_dec = 0) against the closed forms
+Phi(-C/gamma) and Phi(t_k - C/gamma) (§4.4), and after each preprocessing fix (mean /
+geometric-median centring, PCA whitening; per-token LayerNorm as the negative control).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from zoo.common.activations import collect_activations
+from zoo.common.sae import SparseAutoencoder, TrainConfig, fraction_variance_unexplained, train_sae
+
+from . import diagnostics as dg
+
+DEFAULT_MAGNITUDES = (0.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)
+
+
+def _default_texts(n_docs: int) -> list[str]:
+    from zoo.common.corpus import lee_background
+
+    return lee_background(n_docs)
+
+
+def _inject(x: torch.Tensor, m: float, dim: int) -> torch.Tensor:
+    """Dimension-level outlier: add ``m`` to coordinate ``dim`` of every token."""
+    y = x.clone()
+    y[:, dim] += m
+    return y
+
+
+class FeatureDeathReport(Procedure):
+    """Init death vs gamma on real activations, measured and predicted (the paper's Fig. 1/2 at CPU scale).
+
+    Returns a dict: ``rows`` (one per magnitude: m, gamma, gamma_raw, effective rank, dead-by-ReLU /
+    dead-by-TopK / total at b_dec = 0, total dead after each preprocessing, predicted ReLU / total
+    death), ``config`` and ``n_tokens``.
+    """
+
+    kind = "analysis"
+
+    class Params(ProcedureParams):
+        layer: int = Field(3, ge=0, description="hidden_states index (0 = embeddings)")
+        n_docs: int = Field(300, ge=1, description="documents of lee_background.cor to encode")
+        max_length: int = Field(128, ge=8, description="tokens per document")
+        max_tokens: int = Field(20_000, ge=64, description="eval tokens (N_eval of the closed forms)")
+        n_features: int = Field(3072, ge=8, description="SAE width F (8 x d for MiniLM)")
+        k: int = Field(32, ge=1, description="TopK k")
+        outlier_dim: int = Field(0, ge=0)
+        magnitudes: tuple[float, ...] = DEFAULT_MAGNITUDES
+        preprocessings: tuple[dg.Preprocess, ...] = ("mean", "geometric_median", "pca_whiten", "layernorm")
+        sae_seed: int = 0
+
+    class CliInputs(BaseCliInputs):
+        out: str = "sae-feature-death.png"
+        layer: int | None = None
+        max_tokens: int | None = None
+        magnitudes: str | None = None  # comma-separated
+
+    def _acts(self, texts: list[str] | None, layer: int, max_tokens: int) -> torch.Tensor:
+        p = self.params
+        texts = texts if texts is not None else _default_texts(p.n_docs)
+        key = (tuple(texts), layer, max_tokens, p.max_length)
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            cache.clear()
+            cache[key] = collect_activations(
+                self.models["encoder"], texts, layer=layer, max_length=p.max_length, max_tokens=max_tokens
+            )
+        return cache[key]
+
+    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
+                 max_tokens: int | None = None, n_features: int | None = None, k: int | None = None,
+                 layer: int | None = None, preprocessings: list[str] | None = None, progress: bool = False) -> dict[str, Any]:
+        p = self.params
+        layer = p.layer if layer is None else layer
+        max_tokens = p.max_tokens if max_tokens is None else max_tokens
+        F = p.n_features if n_features is None else n_features
+        kk = p.k if k is None else k
+        mags = list(p.magnitudes if magnitudes is None else magnitudes)
+        preps = list(p.preprocessings if preprocessings is None else preprocessings)
+        x0 = self._acts(texts, layer, max_tokens)
+        n, d = x0.shape
+        if p.outlier_dim >= d:
+            raise ValueError(f"outlier_dim {p.outlier_dim} >= d = {d}")
+        # one SAE init per call: the seed picks it (the paper's standard init, b_dec = 0)
+        sae = SparseAutoencoder(d, F, "topk", kk, seed=p.sae_seed + seed)
+        rows = []
+        it = mags
+        if progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(mags, desc="magnitudes")
+        for m in it:
+            x = _inject(x0, m, p.outlier_dim)
+            g = dg.gamma(x)
+            sae.center.zero_()
+            base = dg.dead_by_pathway(sae, x)
+            row = {
+                "m": float(m),
+                "gamma": g,
+                "gamma_raw": dg.gamma(x, post_ln=False),
+                "effective_rank": dg.effective_rank(x[: min(n, 5000)]),
+                "dead_relu": base.relu,
+                "dead_topk": base.topk,
+                "dead_total": base.total,
+                "pred_relu": dg.predicted_dead_by_relu(g, n),
+                "pred_total": dg.predicted_dead_by_topk(g, n, kk, F),
+            }
+            for prep in preps:
+                xp, _ = dg.preprocess(x, prep, seed=seed)  # type: ignore[arg-type]
+                row[f"dead_total_{prep}"] = dg.dead_by_pathway(sae, xp).total
+            rows.append(row)
+        return {"rows": rows, "n_tokens": n, "d": d, "layer": layer,
+                "config": {"n_features": F, "k": kk, "outlier_dim": p.outlier_dim, "preprocessings": preps}}
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"texts": _default_texts(6), "magnitudes": [0.0, 40.0], "max_tokens": 512, "n_features": 256,
+                "k": 8, "preprocessings": ["mean"]}
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        kw: dict[str, Any] = {"progress": True}
+        out = "sae-feature-death.png"
+        if inputs is not None:
+            out = inputs.out
+            if inputs.layer is not None:
+                kw["layer"] = inputs.layer
+            if inputs.max_tokens is not None:
+                kw["max_tokens"] = inputs.max_tokens
+            if inputs.magnitudes:
+                kw["magnitudes"] = [float(v) for v in inputs.magnitudes.split(",")]
+        rep = self(seed=seed, **kw)
+        plot_report(rep, out)
+        return format_report(rep) + f"\nplot: {out}"
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """A plain-text table of a :class:`FeatureDeathReport` result (percentages)."""
+    rows = rep["rows"]
+    preps = rep["config"]["preprocessings"]
+    head = ["m", "gamma", "g_raw", "eff_rank", "ReLU%", "TopK%", "total%", "pred ReLU%", "pred total%"] + [f"{p}%" for p in preps]
+    lines = [
+        f"SAE init death on layer {rep['layer']} activations, {rep['n_tokens']} tokens, d={rep['d']}, "
+        f"TopK F={rep['config']['n_features']} k={rep['config']['k']}, outlier +m on dim {rep['config']['outlier_dim']}",
+        "columns ReLU/TopK/total: standard init (b_dec = 0); pred: Phi(-C/g), Phi(t_k - C/g); "
+        "last columns: total dead after each preprocessing",
+        " | ".join(f"{h:>9}" for h in head),
+    ]
+    for r in rows:
+        vals = [f"{r['m']:9.0f}", f"{r['gamma']:9.2f}", f"{r['gamma_raw']:9.2f}", f"{r['effective_rank']:9.1f}"]
+        vals += [f"{100 * r[c]:9.1f}" for c in ("dead_relu", "dead_topk", "dead_total", "pred_relu", "pred_total")]
+        vals += [f"{100 * r[f'dead_total_{p}']:9.1f}" for p in preps]
+        lines.append(" | ".join(vals))
+    return "\n".join(lines)
+
+
+def plot_report(rep: dict[str, Any], path: str | Path) -> Path:
+    """PNG: measured and predicted death against gamma (log axis), plus the preprocessing fixes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = rep["rows"]
+    cfg = rep["config"]
+    n, F, k = rep["n_tokens"], cfg["n_features"], cfg["k"]
+    gs = [max(r["gamma"], 1e-3) for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    grid = [10 ** (x / 50) for x in range(-60, 101)]
+    ax.plot(grid, [100 * dg.predicted_dead_by_topk(g, n, k, F) for g in grid], "C0--", lw=1, label="predicted total Φ(t_k−C/γ)")
+    ax.plot(grid, [100 * dg.predicted_dead_by_relu(g, n) for g in grid], "C1--", lw=1, label="predicted ReLU Φ(−C/γ)")
+    ax.plot(gs, [100 * r["dead_total"] for r in rows], "C0o-", label="measured total (b_dec = 0)")
+    ax.plot(gs, [100 * r["dead_relu"] for r in rows], "C1s-", label="measured dead-by-ReLU")
+    for i, p in enumerate(cfg["preprocessings"]):
+        ax.plot(gs, [100 * r[f"dead_total_{p}"] for r in rows], marker="x", ls=":", color=f"C{i + 2}", label=f"total, {p}")
+    ax.set_xscale("log")
+    ax.set_xlabel("outlier severity γ = ‖μ‖/‖σ‖ (post-LN)")
+    ax.set_ylabel("dead features at init (%)")
+    ax.set_ylim(-2, 102)
+    ax.set_title(f"SAE feature death vs γ: layer {rep['layer']}, N={n}, F={F}, k={k}")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+class CentredTraining(Procedure):
+    """Training dynamics (paper §4.7): TopK SAEs trained from b_dec = 0 vs b_dec = mean on the same
+    activations at several outlier magnitudes; reports final dead %, FVU, and how far b_dec is
+    from the data mean (||b_dec - mu|| / ||mu||) at the end. The paper's claim: at high gamma the
+    b_dec = 0 SAE keeps most features dead because b_dec does not learn mu in a realistic budget,
+    while centring removes the death without auxiliary losses. ``b_dec_inits`` may include
+    ``"zeros+auxk"``: b_dec = 0 with the AuxK loss (Gao et al. 2024; coefficient 1/32, k_aux = d/2),
+    the auxiliary-loss fix the paper compares against; a latent counts as dead for AuxK after
+    ``auxk_dead_tokens`` tokens (25,600 = 100 steps, scaled down from the reference 10M to the CPU budget)."""
+
+    kind = "training"
+
+    class Params(ProcedureParams):
+        layer: int = Field(3, ge=0)
+        n_docs: int = Field(300, ge=1)
+        max_length: int = Field(128, ge=8)
+        n_train: int = Field(30_000, ge=64)
+        n_eval: int = Field(6_000, ge=64)
+        n_features: int = Field(768, ge=8)
+        k: int = Field(8, ge=1)
+        steps: int = Field(1800, ge=1)
+        batch_size: int = Field(256, ge=1)
+        lr: float = Field(1e-3, gt=0)
+        auxk_alpha: float = Field(1 / 32, ge=0, description="AuxK coefficient for the '+auxk' runs")
+        auxk_dead_tokens: int = Field(25_600, ge=1, description="tokens without firing before AuxK counts a latent dead")
+        outlier_dim: int = Field(0, ge=0)
+        magnitudes: tuple[float, ...] = (0.0, 40.0, 160.0)
+        b_dec_inits: tuple[Literal["zeros", "mean", "geometric_median", "zeros+auxk"], ...] = ("zeros", "mean")
+
+    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
+                 steps: int | None = None, n_train: int | None = None, n_eval: int | None = None,
+                 n_features: int | None = None, k: int | None = None, b_dec_inits: list[str] | None = None,
+                 progress: bool = False) -> dict[str, Any]:
+        p = self.params
+        texts = texts if texts is not None else _default_texts(p.n_docs)
+        ntr = p.n_train if n_train is None else n_train
+        nev = p.n_eval if n_eval is None else n_eval
+        x_all = collect_activations(self.models["encoder"], texts, layer=p.layer, max_length=p.max_length,
+                                    max_tokens=ntr + nev)
+        g = torch.Generator().manual_seed(seed)
+        perm = torch.randperm(x_all.shape[0], generator=g)
+        x_tr0, x_ev0 = x_all[perm[:ntr]], x_all[perm[ntr : ntr + nev]]
+        F = p.n_features if n_features is None else n_features
+        kk = p.k if k is None else k
+        rows = []
+        for m in (p.magnitudes if magnitudes is None else magnitudes):
+            x_tr, x_ev = _inject(x_tr0, m, p.outlier_dim), _inject(x_ev0, m, p.outlier_dim)
+            for how in (p.b_dec_inits if b_dec_inits is None else b_dec_inits):
+                base, _, extra = how.partition("+")
+                sae = SparseAutoencoder(x_tr.shape[1], F, "topk", kk, seed=seed)
+                sae.set_b_dec_init(x_tr, base)  # type: ignore[arg-type]
+                init = dg.dead_by_pathway(sae, x_ev)
+                cfg = TrainConfig(steps=p.steps if steps is None else steps, batch_size=p.batch_size, lr=p.lr,
+                                  b_dec_init=base, auxk_alpha=p.auxk_alpha if extra == "auxk" else 0.0,  # type: ignore[arg-type]
+                                  dead_tokens=p.auxk_dead_tokens, seed=seed, progress=progress,
+                                  desc=f"m={m:g} b_dec={how}")
+                hist = train_sae(sae, x_tr, cfg)
+                fin = dg.dead_by_pathway(sae, x_ev)
+                rows.append({"m": float(m), "gamma": dg.gamma(x_tr), "b_dec_init": how, "dead_init": init.total,
+                             "dead_final": fin.total, "dead_final_relu": fin.relu, "fvu": fraction_variance_unexplained(sae, x_ev),
+                             "b_dec_rel_dist": hist.b_dec_rel_dist[-1], "max_dec_norm_err": hist.max_dec_norm_err})
+        return {"rows": rows, "config": {"n_train": ntr, "n_eval": nev, "n_features": F, "k": kk,
+                                          "steps": p.steps if steps is None else steps, "lr": p.lr}}
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"texts": _default_texts(4), "magnitudes": [40.0], "steps": 5, "n_train": 256, "n_eval": 128,
+                "n_features": 64, "k": 4}
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        rep = self(seed=seed, progress=True)
+        lines = ["    m |  gamma | b_dec init | dead init % | dead final % |   FVU | ||b_dec-mu||/||mu||"]
+        for r in rep["rows"]:
+            lines.append(f"{r['m']:5.0f} | {r['gamma']:6.2f} | {r['b_dec_init']:>10} | {100 * r['dead_init']:11.1f} | "
+                         f"{100 * r['dead_final']:12.1f} | {r['fvu']:5.3f} | {r['b_dec_rel_dist']:.3f}")
+        return "\n".join(lines)
+

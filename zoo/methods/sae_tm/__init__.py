@@ -1,0 +1,28 @@
+"""SAE-TM: sparse autoencoders as topic models (Girrbach & Akata, ICML 2026, arXiv 2511.16309)."""
+from .pipeline import SAETopicModel, cached_embeddings, default_corpus
+from .topics import (
+    Interpretation,
+    TopicSet,
+    fit_interpretation,
+    merge_atoms,
+    mixture_word_probs,
+    normalise_theta,
+    npmi_coherence,
+    sparsify_top_mass,
+    topic_diversity,
+)
+
+__all__ = [
+    "Interpretation",
+    "SAETopicModel",
+    "TopicSet",
+    "cached_embeddings",
+    "default_corpus",
+    "fit_interpretation",
+    "merge_atoms",
+    "mixture_word_probs",
+    "normalise_theta",
+    "npmi_coherence",
+    "sparsify_top_mass",
+    "topic_diversity",
+]
