@@ -198,8 +198,10 @@ def make_procedure(
     dtype: str | None,
     overrides: Mapping[str, Any] | None = None,
     file: str | None = None,
+    variant: str | None = None,
 ) -> Any:
-    """Instantiate a sampler/recipe with its params: spec values, then the caller's ``overrides``."""
+    """Instantiate a sampler/recipe with its params: spec ``params``, then the spec's
+    ``variant_params`` of ``variant``, then the caller's ``overrides``."""
     section, proc = spec.procedure(name)
     cls = resolve(proc.target, locate(file, f"{section}.{name}.target"))
     params_cls = getattr(cls, "Params", None)
@@ -207,7 +209,7 @@ def make_procedure(
         raise BuildError(f"{proc.target} has no Params model (see registry.contract.Procedure)")
     overrides = dict(overrides or {})
     try:
-        params = params_cls(**{**proc.params, **overrides})
+        params = params_cls(**{**proc.params, **proc.variant_params.get(variant or "", {}), **overrides})
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         field = ".".join(str(p) for p in err["loc"])
@@ -289,7 +291,7 @@ def build_pipeline(
         models[role] = cached
     procs = {}
     for name in [*spec.samplers, *spec.recipes]:
-        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname)
+        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen)
     return Pipeline(spec, chosen, dev, dtype, models, procs, default, fname)
 
 

@@ -244,7 +244,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                 pipe = _pipeline(entry, v0, target)
                 for bad in ({"__not_a_parameter__": 1},):
                     try:
-                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, bad, file)
+                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, bad, file, v0)
                     except ParamError as exc:
                         assert "__not_a_parameter__" in str(exc) or "unknown parameter" in str(exc), str(exc)
                     else:
@@ -253,7 +253,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                 typed = [f for f, info in cls.Params.model_fields.items() if info.annotation not in (Any, object)]
                 if typed:
                     try:
-                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, {typed[0]: object()}, file)
+                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, {typed[0]: object()}, file, v0)
                     except ParamError as exc:
                         assert typed[0] in str(exc), f"error does not name the parameter: {exc}"
                     else:

@@ -23,7 +23,10 @@ the spec merged with the caller's overrides, then instantiates the class once pe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -86,6 +89,18 @@ def summarize(value: Any, limit: int = 400) -> str:
         return f"{type(value).__name__} shape={tuple(shape)}"
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def cache_dir(*parts: str) -> "Path":
+    """A per-user folder for a method's derived artefacts (embeddings, datasets): ``$ZOO_CACHE_DIR``
+    or ``~/.cache/zoo``, plus ``parts``; created on first use. Never for weights a spec declares."""
+    import os
+    from pathlib import Path
+
+    root = Path(os.environ.get("ZOO_CACHE_DIR") or Path.home() / ".cache" / "zoo")
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 # ----------------------------------------------------------------------------- invariants

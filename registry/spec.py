@@ -110,6 +110,9 @@ class ModelRole(Strict):
 class ProcedureSpec(Strict):
     target: Target
     params: dict[str, Any] = {}
+    variant_params: dict[Name, dict[str, Any]] = Field(
+        {}, description="per-variant overrides of params, e.g. {full: {train_steps: 2000}}"
+    )
     description: str | None = None
 
 
@@ -202,6 +205,11 @@ class Spec(Strict):
             absent = [v for v in self.variants if v not in model.variants]
             if absent:
                 raise ValueError(f"models.{role}.variants: no source for variant(s) {', '.join(absent)}")
+        for section in (self.samplers, self.recipes):
+            for pname, proc in section.items():
+                unknown = [v for v in proc.variant_params if v not in self.variants]
+                if unknown:
+                    raise ValueError(f"{pname}.variant_params: unknown variant(s) {', '.join(unknown)}")
         for m in self.metrics:
             if m.variant not in self.variants:
                 raise ValueError(f"metrics: {m.name!r} refers to unknown variant {m.variant!r}")

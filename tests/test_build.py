@@ -92,3 +92,18 @@ def test_entry_point_plugin_specs_are_discovered(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "zoo.cli", "validate", str(site / "myplug_specs" / "plug.yaml")],
                          capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr  # zoo_demo_plugin allowed through the zoo.plugins entry point
+
+
+def test_variant_params_apply_to_their_variant_only(tmp_path: Path) -> None:
+    import zoo
+
+    (tmp_path / "demo-affine.safetensors").write_bytes((FIXTURES / "demo-affine.safetensors").read_bytes())
+    text = (FIXTURES / "demo-gaussian.yaml").read_text().replace(
+        'params: {temperature: 1.0}}', 'params: {temperature: 1.0}, variant_params: {toy: {steps: 3}, full: {steps: 7}}}')
+    (tmp_path / "v.yaml").write_text(text.replace("name: demo-gaussian", "name: demo-variant-params"))
+    pipe = zoo.load(str(tmp_path / "v.yaml"))
+    assert pipe.variant == "toy" and pipe.samplers["gaussian"].params.steps == 3
+    assert zoo.load(str(tmp_path / "v.yaml"), steps=5).samplers["gaussian"].params.steps == 5  # the caller wins
+    (tmp_path / "w.yaml").write_text(text.replace("full: {steps: 7}", "fast: {steps: 7}"))
+    with pytest.raises(Exception, match="unknown variant"):
+        zoo.spec(str(tmp_path / "w.yaml"))

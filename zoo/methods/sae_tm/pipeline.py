@@ -19,6 +19,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs
+from registry.contract import cache_dir
 from registry.contract import Procedure, ProcedureParams
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
@@ -34,7 +35,7 @@ def default_corpus(n_docs: int | None = None, sentences_per_passage: int = 2) ->
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("ZOO_CACHE_DIR", Path.home() / ".cache" / "zoo")) / "sae-tm"
+    return cache_dir("sae-tm")
 
 
 def cached_embeddings(encoder: Any, texts: list[str], *, max_length: int = 256, batch_size: int = 32,
