@@ -1,0 +1,157 @@
+"""PoE-Bridge on the toy variant against its baselines, one run, one table (and a PNG).
+
+Rows: AR decoding of the target (greedy), standard DLM decoding (Dream entropy rule, 2 tokens per
+forward), direct DLM->AR importance sampling without the bridge (K = 4 drafted windows resampled with
+p_A/q, no rejection), speculative rejection straight onto the AR (w = 0, K = 4; the paper's ablation),
+PoE-Bridge K = 1, PoE-Bridge K = 4 with the paper's exact lane resampling and with the repository's
+argmax lane choice. Columns: exact-match accuracy on held-out additions, DLM and AR forwards per
+problem, new tokens per second, wall time. The paper's claims: >= 95% of the AR target's accuracy,
+>= 5x the speed of standard DLM decoding, faster than AR decoding.
+
+    OMP_NUM_THREADS=1 python tools/bench_poe_bridge.py --problems 64
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def build(spec_path: Path):
+    """Models of the toy variant, built from the spec (sha256-checked shipped weights)."""
+    import zoo
+
+    return zoo.load(str(spec_path), variant="toy", device="cpu")
+
+
+def _accepted_per_window(proc, n_problems: int) -> float:
+    """Mean accepted draft tokens per verify window (re-runs the same seeds; counters are deterministic)."""
+    from zoo.common.toy_text import eval_problems
+
+    acc = win = 0
+    for i, ex in enumerate(eval_problems(n_problems)):
+        st = proc(ex.prompt, seed=i).stats[0]
+        acc += st["accepted_tokens"]
+        win += st["windows"]
+    return acc / max(win, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problems", type=int, default=64, help="held-out toy problems (seed i for problem i)")
+    ap.add_argument("--spec", type=Path, default=ROOT / "specs" / "poe-bridge.yaml")
+    ap.add_argument("--verify-window", type=int, default=None, help="override V for all PoE rows")
+    ap.add_argument("--repeats", type=int, default=5, help="timing rounds (round-robin over the rows); each row keeps its fastest round")
+    ap.add_argument("--sweep-w", action="store_true", help="also print the PoE-weight ablation table")
+    ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
+    ap.add_argument("--png", type=Path, default=ROOT / "docs" / "methods" / "poe-bridge-bench.png")
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    from zoo.common.masked_dlm import ConfidenceDecoding
+    from zoo.methods.poe_bridge.baselines import ARDecoding
+    from zoo.methods.poe_bridge.metrics import evaluate
+    from zoo.methods.poe_bridge.sampler import PoEBridgeSampler
+
+    pipe = build(args.spec)
+    models = pipe.models
+    spec_params = {n: dict(pipe.spec.samplers[n].params) for n in pipe.spec.samplers}
+    if args.verify_window:
+        for v in spec_params.values():
+            v["verify_window"] = args.verify_window
+
+    rows = [
+        ("AR decoding (target)", ARDecoding, {"target": models["target"]}, {}),
+        ("DLM decoding (entropy, 2 tok/step)", ConfidenceDecoding, {"proposal": models["proposal"]},
+         {"tokens_per_step": 2, "alg": "entropy"}),
+        ("direct D->A IS, no bridge (K=4)", PoEBridgeSampler, models, spec_params["direct-is"]),
+        ("speculative D->A, w=0 (K=4)", PoEBridgeSampler, models, spec_params["speculative-w0"]),
+        ("PoE-Bridge K=1 (no IS)", PoEBridgeSampler, models, spec_params["poe-bridge-k1"]),
+        ("PoE-Bridge K=4 multinomial_exact (paper)", PoEBridgeSampler, models, spec_params["poe-bridge"]),
+        ("PoE-Bridge K=4 argmax_logit_diff (repo)", PoEBridgeSampler, models, spec_params["poe-bridge-repo"]),
+    ]
+    procs = [(label, cls(models=mdl, params=cls.Params(**params), device="cpu", dtype=None)) for label, cls, mdl, params in rows]
+    best: dict[str, dict] = {}
+    # round-robin repeats (every method once per round) so that load from other processes hits all rows
+    # alike; each row keeps its fastest round (counters and accuracy are identical across rounds)
+    for rep in range(args.repeats):
+        for label, proc in procs:
+            r = evaluate(proc, args.problems, progress=True)
+            if label not in best or r["wall_s"] < best[label]["wall_s"]:
+                best[label] = dict(r, method=label)
+        print(f"  round {rep + 1}/{args.repeats} done", file=sys.stderr)
+    results = [best[label] for label, _ in procs]
+
+    ar, dlm = results[0], results[1]
+    print(f"\nToy addition (3 digits, {args.problems} held-out problems), one thread, torch {torch.__version__}")
+    hdr = f"| {'method':<42} | {'acc':>5} | {'acc/AR':>6} | {'DLM fwd':>7} | {'AR fwd':>6} | {'tok/s':>6} | {'x DLM':>5} | {'x AR':>5} | {'wall s':>6} |"
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for r in results:
+        r["acc_vs_ar"] = r["accuracy"] / ar["accuracy"] if ar["accuracy"] else float("nan")
+        r["speed_vs_dlm"] = r["tokens_per_s"] / dlm["tokens_per_s"]
+        r["speed_vs_ar"] = r["tokens_per_s"] / ar["tokens_per_s"]
+        print(f"| {r['method']:<42} | {r['accuracy']:5.3f} | {r['acc_vs_ar']:6.3f} | {r['dlm_forwards']:7.2f} | "
+              f"{r['ar_forwards']:6.2f} | {r['tokens_per_s']:6.0f} | {r['speed_vs_dlm']:5.2f} | {r['speed_vs_ar']:5.2f} | "
+              f"{r['wall_s']:6.2f} |")
+    if args.sweep_w:
+        print(f"\nPoE weight ablation (K=4, multinomial_exact, V={spec_params['poe-bridge']['verify_window']}; paper: "
+              "HumanEval K=1, accepted tokens/step 4.91 at w=0 -> 15.61 at w=0.9, accuracy 81.3 -> 30.5)")
+        print("|   w  |   acc | accepted/window | DLM fwd | AR fwd |  tok/s |")
+        print("|------|-------|-----------------|---------|--------|--------|")
+        for w in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
+            prm = dict(spec_params["poe-bridge"], mixture_weight=w)
+            proc = PoEBridgeSampler(models=models, params=PoEBridgeSampler.Params(**prm), device="cpu", dtype=None)
+            r = evaluate(proc, args.problems, progress=True)
+            acc_w = _accepted_per_window(proc, args.problems)
+            print(f"| {w:4.1f} | {r['accuracy']:5.3f} | {acc_w:15.2f} | {r['dlm_forwards']:7.2f} | {r['ar_forwards']:6.2f} | "
+                  f"{r['tokens_per_s']:6.0f} |")
+            results.append(dict(r, method=f"sweep w={w}", accepted_per_window=acc_w))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    if args.png:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        short = ["AR", "DLM 2 tok/step", "direct IS", "spec. w=0", "PoE K=1", "PoE K=4 exact", "PoE K=4 argmax"]
+        main_rows = [r for r in results if not r["method"].startswith("sweep")]
+        sweep = [r for r in results if r["method"].startswith("sweep")]
+        fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(11 if sweep else 6, 4), squeeze=False)
+        ax = axes[0][0]
+        for r, lab in zip(main_rows, short):
+            ax.scatter(r["tokens_per_s"], r["accuracy"], s=45)
+            ax.annotate(lab, (r["tokens_per_s"], r["accuracy"]), fontsize=8, xytext=(4, -10 if "argmax" in lab else 4),
+                        textcoords="offset points", rotation=0)
+        ax.set_xlabel("new tokens / s (one CPU thread)")
+        ax.set_ylabel("exact-match accuracy (64 held-out)")
+        ax.set_title("toy: accuracy vs throughput")
+        ax.grid(alpha=0.3)
+        if sweep:
+            ax2 = axes[0][1]
+            ws = [float(r["method"].split("=")[1]) for r in sweep]
+            ax2.plot(ws, [r["accuracy"] for r in sweep], "o-", label="accuracy")
+            ax2.set_xlabel("PoE weight w")
+            ax2.set_ylabel("accuracy")
+            ax3 = ax2.twinx()
+            ax3.plot(ws, [r["accepted_per_window"] for r in sweep], "s--", color="C1", label="accepted / window")
+            ax3.set_ylabel("accepted draft tokens per window", color="C1")
+            ax2.set_title("PoE-weight ablation (K=4, exact)")
+            ax2.grid(alpha=0.3)
+        fig.tight_layout()
+        args.png.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(args.png, dpi=110)
+        print(f"\nplot: {args.png}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()

@@ -1,0 +1,126 @@
+"""A toy reasoning task with checkable answers and its character tokenizer, shared by the
+discrete-LM methods' CPU variants (PoE-Bridge first).
+
+Task: column addition of two ``digits``-digit numbers, written out step by step from the least
+significant column, each step ``a+b+carry=ss;``, then ``>`` and the zero-padded sum::
+
+    prompt  "<bos>347+285="
+    answer  "7+5+0=12;4+8+1=13;3+2+1=06;>0632<eos>"
+
+The answer is a deterministic function of the prompt, so exact-match accuracy is computable; the
+chain of carries makes far positions depend on near ones (what one-shot parallel decoding gets wrong).
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<mask>"]
+CHARS = list("0123456789+=;>")
+
+
+class ArithTokenizer:
+    """Character tokenizer of the toy task: ``<pad> <bos> <eos> <mask> 0-9 + = ; >`` (18 ids).
+
+    ``encode`` is lenient with prompts: any text containing ``A + B`` (e.g. "What is 17+23?") becomes
+    the canonical prompt ``<bos>017+023=`` so that ``pipe("17+23")`` works.
+    """
+
+    def __init__(self, digits: int = 3):
+        self.digits = digits
+        self.vocab = SPECIALS + CHARS
+        self.stoi = {s: i for i, s in enumerate(self.vocab)}
+        self.pad_token_id, self.bos_token_id, self.eos_token_id, self.mask_token_id = 0, 1, 2, 3
+        self.vocab_size = len(self.vocab)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def canonical_prompt(self, text: str) -> str:
+        m = re.search(r"(\d+)\s*\+\s*(\d+)", text)
+        if m is None:
+            raise ValueError(f"the toy variant answers additions like '347+285', got {text!r}")
+        a, b = int(m.group(1)), int(m.group(2))
+        lim = 10**self.digits
+        if a >= lim or b >= lim:
+            raise ValueError(f"the toy variant adds numbers below {lim}, got {a}+{b}")
+        return f"{a:0{self.digits}d}+{b:0{self.digits}d}="
+
+    def encode(self, text: str, add_bos: bool = True) -> list[int]:
+        """Token ids of a prompt (canonicalised) with a leading ``<bos>``."""
+        body = self.canonical_prompt(text)
+        return ([self.bos_token_id] if add_bos else []) + [self.stoi[ch] for ch in body]
+
+    def encode_raw(self, text: str) -> list[int]:
+        return [self.stoi[ch] for ch in text]
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == self.eos_token_id and skip_special_tokens:
+                break
+            if i < 0 or i >= self.vocab_size:
+                out.append("?")
+                continue
+            s = self.vocab[i]
+            if skip_special_tokens and s in SPECIALS:
+                continue
+            out.append(s)
+        return "".join(out)
+
+
+def solution(a: int, b: int, digits: int = 3) -> str:
+    """The step-by-step answer text of ``a + b`` (without EOS)."""
+    steps, carry = [], 0
+    for i in range(digits):
+        da, db = (a // 10**i) % 10, (b // 10**i) % 10
+        s = da + db + carry
+        steps.append(f"{da}+{db}+{carry}={s:02d};")
+        carry = s // 10
+    return "".join(steps) + f">{a + b:0{digits + 1}d}"
+
+
+def answer_length(digits: int = 3) -> int:
+    """Tokens of a full answer including the final EOS."""
+    return 9 * digits + 1 + (digits + 1) + 1
+
+
+def parse_answer(text: str) -> int | None:
+    """The final number after ``>`` (``None`` if absent or malformed)."""
+    m = re.search(r">(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+def is_correct(prompt: str, completion: str, digits: int = 3) -> bool:
+    """Exact match of the completion's final number against the true sum."""
+    m = re.search(r"(\d+)\+(\d+)", prompt)
+    if m is None:
+        return False
+    return parse_answer(completion) == int(m.group(1)) + int(m.group(2))
+
+
+@dataclass
+class ToyExample:
+    a: int
+    b: int
+    prompt: str
+    answer: str
+
+
+def sample_problems(n: int, seed: int, digits: int = 3) -> list[ToyExample]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b = rng.randrange(10**digits), rng.randrange(10**digits)
+        out.append(ToyExample(a, b, f"{a:0{digits}d}+{b:0{digits}d}=", solution(a, b, digits)))
+    return out
+
+
+# fixed held-out evaluation set (training draws from a different seed stream and skips these pairs)
+EVAL_SEED = 20260601
+
+
+def eval_problems(n: int = 64, digits: int = 3) -> list[ToyExample]:
+    return sample_problems(n, EVAL_SEED, digits)

@@ -1,0 +1,61 @@
+"""Plain autoregressive decoding of the target with a KV cache: the ``ar-decoding`` baseline
+(one AR forward per token; greedy at ``temperature == 0``, else tempered top-p sampling)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from registry.contract import ProcedureParams
+from zoo.common.masked_dlm import GenerationOutput, TextSampler, eos_of, resolve_max_new_tokens
+
+from .core import gumbel_max, top_p_filter
+from .sampler import ar_forward, cache_kwarg, new_cache
+
+
+class ARDecoding(TextSampler):
+    """Token-by-token decoding of the causal LM ``target``."""
+
+    class Params(ProcedureParams):
+        max_new_tokens: int | None = Field(None, ge=1, description="None: the model's generation_config, else 256")
+        temperature: float = Field(0.0, ge=0)
+        top_p: float = Field(1.0, gt=0, le=1)
+        chat_template: bool = True
+
+    def __init__(self, models, params, device="cpu", dtype=None):
+        super().__init__(models, params, device, dtype)
+        self.target = self.models["target"]
+        self._kw = cache_kwarg(self.target)
+
+    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
+        rows = self.prompts_to_ids(prompt, input_ids, self.params.chat_template)
+        eos = eos_of(self.tokenizer(), self.target)
+        outs, stats = [], []
+        for ids in rows:
+            g = torch.Generator().manual_seed(seed)
+            new, st = self.generate_row(ids, g, eos)
+            outs.append(new)
+            stats.append(st)
+        return GenerationOutput(outs, self.decode(outs), stats)
+
+    @torch.no_grad()
+    def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None):
+        p = self.params
+        n_max = resolve_max_new_tokens(p.max_new_tokens, self.target)
+        cache = new_cache(self.target)
+        feed = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
+        new: list[int] = []
+        forwards = 0
+        for _ in range(n_max):
+            logits = ar_forward(self.target, feed, cache, self._kw)[0, -1].float()
+            forwards += 1
+            if p.temperature == 0:
+                t = int(logits.argmax())
+            else:
+                t = int(gumbel_max(top_p_filter(logits / p.temperature, p.top_p), g))
+            new.append(t)
+            if eos is not None and t == eos:
+                break
+            feed = torch.tensor([[t]], dtype=torch.long, device=self.device)
+        return new, {"ar_forwards": forwards, "new_tokens": len(new)}

@@ -1,0 +1,76 @@
+"""Cheap metric checks ``fn(pipeline) -> float`` on the toy variant, and the evaluation loop shared
+with ``tools/bench_poe_bridge.py``."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from zoo.common.toy_text import eval_problems, is_correct
+
+CHECK_PROBLEMS = 64  # the conformance checks use the same 64 held-out problems as the benchmark (a few seconds)
+
+
+def evaluate(procedure: Any, n_problems: int = 64, digits: int = 3, seed0: int = 0, progress: bool = False) -> dict[str, float]:
+    """Exact-match accuracy and cost of a text sampler on the held-out toy problems (seed = seed0 + i)."""
+    probs = eval_problems(n_problems, digits)
+    it = probs
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(probs, desc=type(procedure).__name__, leave=False)
+    correct = tokens = dlm = ar = 0
+    t0 = time.perf_counter()
+    for i, ex in enumerate(it):
+        out = procedure(ex.prompt, seed=seed0 + i)
+        correct += is_correct(ex.prompt, out.texts[0], digits)
+        st = out.stats[0]
+        tokens += st["new_tokens"]
+        dlm += st.get("dlm_forwards", 0)
+        ar += st.get("ar_forwards", 0)
+    wall = time.perf_counter() - t0
+    n = len(probs)
+    return {"accuracy": correct / n, "dlm_forwards": dlm / n, "ar_forwards": ar / n, "tokens_per_s": tokens / wall,
+            "wall_s": wall, "tokens": tokens / n}
+
+
+def toy_accuracy(pipeline: Any) -> float:
+    """Exact-match accuracy of the pipeline's default sampler on the 64 held-out toy additions."""
+    return evaluate(pipeline.procedure, CHECK_PROBLEMS)["accuracy"]
+
+
+def tokens_per_ar_forward(pipeline: Any) -> float:
+    """New tokens per AR-target forward of the default sampler on the 64 held-out problems (deterministic
+    for the fixed seeds; plain AR decoding gives 1.0)."""
+    r = evaluate(pipeline.procedure, CHECK_PROBLEMS)
+    return r["tokens"] / r["ar_forwards"]
+
+
+def dlm_forwards_per_problem(pipeline: Any) -> float:
+    """DLM forwards per problem of the default sampler on the 64 held-out problems."""
+    return evaluate(pipeline.procedure, CHECK_PROBLEMS)["dlm_forwards"]
+
+
+def toy_accuracy_vs_ar(pipeline: Any) -> float:
+    """Accuracy of the default sampler divided by that of plain greedy AR decoding of the same target."""
+    from .baselines import ARDecoding
+
+    ar = ARDecoding(models={"target": pipeline.models["target"]}, params=ARDecoding.Params(), device="cpu")
+    base = evaluate(ar, CHECK_PROBLEMS)["accuracy"]
+    return evaluate(pipeline.procedure, CHECK_PROBLEMS)["accuracy"] / base if base else float("nan")
+
+
+def forward_count_speedup_vs_dlm_decoding(pipeline: Any) -> float:
+    """Forwards of standard DLM decoding (entropy, 2 tokens/step) over DLM + AR forwards of the default
+    sampler: the speedup when both models cost the same per forward."""
+    from zoo.common.masked_dlm import ConfidenceDecoding
+
+    dlm = ConfidenceDecoding(models={"proposal": pipeline.models["proposal"]},
+                             params=ConfidenceDecoding.Params(tokens_per_step=2, alg="entropy"), device="cpu")
+    base = evaluate(dlm, CHECK_PROBLEMS)["dlm_forwards"]
+    r = evaluate(pipeline.procedure, CHECK_PROBLEMS)
+    return base / (r["dlm_forwards"] + r["ar_forwards"])
+
+
+def direct_is_accuracy(pipeline: Any) -> float:
+    """Accuracy of the no-bridge baseline sampler ``direct-is`` of the spec."""
+    return evaluate(pipeline.samplers["direct-is"], CHECK_PROBLEMS)["accuracy"]

@@ -1,0 +1,266 @@
+"""The PoE-Bridge sampler over real models: a masked-diffusion LM (the proposal ``D``) drafts, an
+autoregressive LM (the target ``A``) verifies.
+
+Shi et al., "PoE-Bridge", ICML 2026, arXiv 2606.08048, Algorithm 1; repository
+https://github.com/juntongshi48/poe-bridge (``poe_bridge_sample``, ``configs/base.yaml``,
+``scripts/run_poe-bridge.sh``). Defaults are the paper's run script: w=0.3, K=4, n_low=1,
+tau in [0.2, 0.7] annealed, V=32, M=256, top-p 0.95.
+
+One *outer* iteration runs ``D`` once on ``[prefix || M masks]``. Verification then walks over that
+lookahead in *elastic windows* of ``V`` positions: for each window, ``K`` lanes draft tokens by
+Gumbel-max from ``q = softmax(l_D / tau_k)`` (top-p), ``A`` scores all lanes in one batched forward over
+a shared KV cache, stage 1 accepts each lane's drafts with ``min(1, p_PoE/q)`` and corrects the first
+rejection from the residual, stage 2 picks one lane (paper: multinomial on ``p_A/p_PoE``; repository:
+argmax of the mean raw-logit difference), the lane's tokens are committed and the AR cache is reduced to
+that lane and cropped to ``committed - 1`` positions (the KV of a correction token, computed from the
+rejected draft, never stays). The next window reuses the same DLM forward only when the chosen lane
+accepted the whole window with no EOS; otherwise the next outer iteration re-runs ``D``.
+
+Departures (documented in docs/methods/poe-bridge.md):
+* with ``accept_with_truncated_q`` (default) the acceptance ratio uses the top-p-truncated draft law
+  that the drafts were actually drawn from, which keeps stage 1 exact for any top-p; ``False`` is the
+  repository's behaviour (untruncated q);
+* ``multinomial_exact`` weighs a lane by ``p_A / p_PoE^(tau_k)`` with the tempered bridge that
+  actually proposed it (the paper's ``p_A / p_PoE`` when tau = 1);
+* the repository force-accepts the first token when a draft contains EOS; here an accepted EOS simply
+  ends the block (the rule stays exact);
+* the AR cache always holds ``committed - 1`` positions (the last committed token is re-fed), so no
+  "remembered bonus logit" is needed.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from registry.contract import ProcedureParams
+from zoo.common.masked_dlm import GenerationOutput, MaskedDenoiser, TextSampler, eos_of, resolve_max_new_tokens
+
+from .core import (
+    exact_log_weights,
+    gumbel_max,
+    normalized_weights,
+    categorical,
+    poe_logits,
+    repo_energy,
+    speculative_verify,
+    temperature_ladder,
+    top_p_filter,
+)
+
+
+# ----------------------------------------------------------------------------- AR cache helpers
+def new_cache(model: Any):
+    """A fresh ``DynamicCache`` (or the model's own ``zoo_new_cache()`` for non-transformers targets)."""
+    if hasattr(model, "zoo_new_cache"):
+        return model.zoo_new_cache()
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=model.config)
+    except TypeError:  # older signatures
+        return DynamicCache()
+
+
+def cache_kwarg(model: Any) -> str:
+    """``cache`` (transformers >= 5.2x) or ``past_key_values`` (older 5.x), by the forward signature."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def ar_forward(model: Any, input_ids: torch.Tensor, cache: Any, kwarg: str | None = None):
+    """One AR forward that appends to ``cache`` in place and returns the logits."""
+    kw = {kwarg or cache_kwarg(model): cache}
+    return model(input_ids=input_ids, use_cache=True, **kw).logits
+
+
+def cache_crop(cache: Any, length: int) -> None:
+    """Crop the cache to ``length`` positions. Uses the negative form (tokens to remove), the only one
+    that means the same in every transformers 5.x (positive values are absolute lengths before 5.2x and
+    errors after)."""
+    extra = cache_len(cache) - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def cache_len(cache: Any) -> int:
+    return 0 if cache is None else int(cache.get_seq_length())
+
+
+def cache_select(cache: Any, index: int) -> None:
+    """Keep batch row ``index`` only (in place)."""
+    cache.batch_select_indices(torch.tensor([index], device=_cache_device(cache)))
+
+
+def cache_repeat(cache: Any, k: int) -> None:
+    if k > 1:
+        cache.batch_repeat_interleave(k)
+
+
+def _cache_device(cache: Any):
+    for layer in getattr(cache, "layers", []):
+        keys = getattr(layer, "keys", None)
+        if isinstance(keys, torch.Tensor):
+            return keys.device
+    return "cpu"
+
+
+class PoEBridgeSampler(TextSampler):
+    """PoE-Bridge decoding (paper Alg. 1). Model roles: ``proposal`` (masked-diffusion LM) and
+    ``target`` (causal LM) sharing a tokenizer on the first ``vocab_limit`` ids."""
+
+    class Params(ProcedureParams):
+        mixture_weight: float = Field(0.3, ge=0, le=1, description="PoE weight w on the DLM (0: AR, 1: DLM)")
+        n_lanes: int = Field(4, ge=1, description="K parallel draft lanes")
+        n_low_temp: int = Field(1, ge=1, description="lanes at the low temperature (n_low)")
+        temp_low: float = Field(0.2, gt=0)
+        temp_high: float = Field(0.7, gt=0)
+        anneal_temp: bool = True
+        verify_window: int = Field(32, ge=1, description="V: positions verified per AR forward")
+        max_lookahead: int = Field(256, ge=1, description="M: masked positions per DLM forward")
+        top_p: float = Field(0.95, gt=0, le=1, description="nucleus truncation of the drafts")
+        lane_choice: Literal["multinomial_exact", "argmax_logit_diff"] = Field(
+            "multinomial_exact", description="paper's importance resampling, or the repository's best-of-K"
+        )
+        length_normalize: bool = Field(True, description="argmax_logit_diff: mean instead of sum (repo default)")
+        accept_with_truncated_q: bool = True
+        stage1: Literal["speculative", "none"] = Field(
+            "speculative", description="'none': the no-bridge baseline, direct D -> A importance sampling of whole "
+            "drafted windows (every draft kept, lanes weighed by p_A / q)")
+        max_new_tokens: int | None = Field(None, ge=1, description="None: the target's generation_config, else 256")
+        vocab_limit: int | None = Field(None, ge=1, description="shared vocabulary prefix (Dream: 151667)")
+        chat_template: bool = True
+        mask_token_id: int | None = None
+        shift_logits: bool | None = Field(None, description="None: infer (True for Dream)")
+
+        @model_validator(mode="after")
+        def _consistent(self):
+            if self.n_low_temp > self.n_lanes:
+                raise ValueError("n_low_temp must be <= n_lanes")
+            if self.temp_low > self.temp_high:
+                raise ValueError("temp_low must be <= temp_high")
+            if self.verify_window > self.max_lookahead:
+                raise ValueError("verify_window must be <= max_lookahead")
+            return self
+
+    def __init__(self, models, params, device="cpu", dtype=None):
+        super().__init__(models, params, device, dtype)
+        self.target = self.models["target"]
+        self.denoiser = MaskedDenoiser.wrap(self.models["proposal"], params.mask_token_id, params.shift_logits)
+        self.taus = temperature_ladder(params.n_lanes, params.n_low_temp, params.temp_low, params.temp_high, params.anneal_temp)
+        self._cache_kw = cache_kwarg(self.target)
+        self.trace_hook = None  # tests: called after every window with (committed ids, cache, stats)
+
+    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
+        rows = self.prompts_to_ids(prompt, input_ids, self.params.chat_template)
+        eos = eos_of(self.tokenizer(), self.target, self.models["proposal"])
+        outs, stats = [], []
+        for ids in rows:
+            g = torch.Generator().manual_seed(seed)
+            new, st = self.generate_row(ids, g, eos)
+            outs.append(new)
+            stats.append(st)
+        return GenerationOutput(outs, self.decode(outs), stats)
+
+    def _models_for_tokenizer(self) -> list[Any]:
+        return [self.target, self.models["proposal"]]  # the AR target's tokenizer (Dream's is remote code)
+
+    def _vocab(self, dlm_vocab: int) -> int:
+        """The shared vocabulary prefix: ``vocab_limit`` or the smaller of the two models' vocabularies."""
+        ar_vocab = getattr(getattr(self.target, "config", None), "vocab_size", None) or dlm_vocab
+        lim = min(dlm_vocab, int(ar_vocab))
+        return min(lim, self.params.vocab_limit) if self.params.vocab_limit else lim
+
+    @torch.no_grad()
+    def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None) -> tuple[list[int], dict[str, Any]]:
+        p = self.params
+        if not prompt_ids:
+            raise ValueError("PoE-Bridge needs a non-empty prompt")
+        dev = self.device
+        K = p.n_lanes
+        taus = torch.tensor(self.taus, dtype=torch.float32, device=dev)
+        x = list(prompt_ids)
+        P = len(x)
+        L = P + resolve_max_new_tokens(p.max_new_tokens, self.target, self.models["proposal"])
+        mask_id = self.denoiser.mask_token_id
+        cache = new_cache(self.target)
+        st: dict[str, Any] = {"dlm_forwards": 0, "ar_forwards": 0, "windows": 0, "accepted_tokens": 0,
+                              "corrections": 0, "accepted_per_window": [], "emitted_per_window": [], "lanes_chosen": []}
+        done = False
+        while len(x) < L and not done:
+            c = len(x)
+            M = min(p.max_lookahead, L - c)
+            dl_all = self.denoiser(torch.tensor([x + [mask_id] * M], device=dev))[0, c : c + M].float()
+            dl_all = dl_all[..., : self._vocab(dl_all.shape[-1])]
+            st["dlm_forwards"] += 1
+            off = 0
+            while True:
+                c = len(x)
+                Wn = min(p.verify_window, M - off, L - c)
+                ld = dl_all[off : off + Wn]
+                # AR forward on all lanes (shared prefix cache repeated K times)
+                m = cache_len(cache)
+                feed = torch.tensor(x[m:c], dtype=torch.long, device=dev)
+                # drafts: Gumbel-max per lane temperature with top-p on the draft logits
+                q_logits = top_p_filter(torch.log_softmax(ld.unsqueeze(0) / taus.view(K, 1, 1), -1), p.top_p)
+                drafts = gumbel_max(q_logits, g)  # [K, Wn]
+                inp = torch.cat([feed.unsqueeze(0).expand(K, -1), drafts], 1)
+                cache_repeat(cache, K)
+                logits = ar_forward(self.target, inp, cache, self._cache_kw)
+                st["ar_forwards"] += 1
+                f = feed.numel()
+                la = logits[:, f - 1 : f - 1 + Wn].float()
+                la, ldv = la[..., : ld.shape[-1]], ld
+                # stage 1: D -> PoE at each lane's temperature
+                plog = torch.log_softmax(poe_logits(ldv.unsqueeze(0).expand(K, -1, -1), la, p.mixture_weight, taus), -1)
+                q_acc = torch.softmax(q_logits, -1) if p.accept_with_truncated_q else torch.softmax(
+                    ldv.unsqueeze(0) / taus.view(K, 1, 1), -1)
+                if p.stage1 == "speculative":
+                    res = speculative_verify(drafts, q_acc, plog.exp(), g, eos)
+                else:  # direct D -> A importance sampling: keep every draft, weigh lanes by p_A / q
+                    res = speculative_verify(drafts, q_acc, q_acc, g, eos)  # q/q = 1: accepts all, cuts at EOS
+                    plog = torch.log(q_acc.clamp_min(1e-300))
+                # stage 2: choose a lane
+                tok = res.tokens.clamp_min(0)
+                if K == 1:
+                    k = 0
+                elif p.lane_choice == "multinomial_exact":
+                    lw = exact_log_weights(torch.log_softmax(la, -1).gather(-1, tok.unsqueeze(-1)).squeeze(-1),
+                                           plog.gather(-1, tok.unsqueeze(-1)).squeeze(-1), res.n_emitted)
+                    k = int(categorical(normalized_weights(lw).unsqueeze(0), g)[0])
+                else:
+                    e = repo_energy(la.gather(-1, tok.unsqueeze(-1)).squeeze(-1),
+                                    ldv.unsqueeze(0).expand(K, -1, -1).gather(-1, tok.unsqueeze(-1)).squeeze(-1),
+                                    res.n_emitted, p.length_normalize)
+                    k = int(e.argmax())
+                n = int(res.n_emitted[k])
+                x.extend(res.tokens[k, :n].tolist())
+                # AR KV-cache hygiene: keep the chosen lane, drop everything from the last committed token on
+                cache_select(cache, k)
+                cache_crop(cache, len(x) - 1)
+                st["windows"] += 1
+                st["accepted_tokens"] += int(res.n_accepted[k])
+                st["corrections"] += int(res.corrected[k])
+                st["accepted_per_window"].append(int(res.n_accepted[k]))
+                st["emitted_per_window"].append(n)
+                st["lanes_chosen"].append(k)
+                if self.trace_hook is not None:
+                    self.trace_hook(list(x), cache, st)
+                if bool(res.eos_hit[k]):
+                    done = True
+                    break
+                off += Wn
+                full = (not bool(res.corrected[k])) and n == Wn
+                if not (full and len(x) < L and off < M):
+                    break
+        new = x[P:L]
+        if eos is not None and eos in new:
+            new = new[: new.index(eos) + 1]
+        st["new_tokens"] = len(new)
+        return new, st
