@@ -19,9 +19,14 @@ def test_heavy_stack_imports_together() -> None:
 
 
 def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> None:
+    # build from a copy: an in-tree build/ could carry stale files into a later wheel
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "out"))
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir), str(src)],
         check=True, capture_output=True,
     )
     wheel = next(wheel_dir.glob("*.whl"))

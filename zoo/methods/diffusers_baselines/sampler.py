@@ -1,0 +1,215 @@
+"""Thin procedures around diffusers' own schedulers (DDIM, DPM-Solver++, UniPC), and the shared
+pipeline-style loop that every scheduler sampler of the zoo runs (F-DPMSolver included).
+
+The loop is exactly what diffusers pipelines do (``DiTPipeline`` / SD pipelines)::
+
+    scheduler.set_timesteps(N)
+    for t in scheduler.timesteps:
+        model_input = scheduler.scale_model_input(x, t)
+        out = model(model_input, t).sample
+        x = scheduler.step(out, t, x).prev_sample
+
+so that a sampler's behaviour here is its behaviour inside a pipeline. The model is any
+``UNet2DModel``-style callable (``forward(sample, timestep).sample``); the toy variant uses the exact
+Gaussian mixture ``zoo.common.gmm.AnalyticDiffusionModel``.
+
+References: DDIM, Song et al., arXiv 2010.02502 (eq. 12 with eta = 0); DPM-Solver++(2M), Lu et al.,
+arXiv 2211.01095 (Alg. 2); UniPC, Zhao et al., arXiv 2302.04867 (UniP-2 + UniC, B(h) = e^h - 1 "bh2").
+Configurations are diffusers' defaults except ``timestep_spacing="trailing"`` (start at t = T - 1 like
+F-DPMSolver; Lin et al. arXiv 2305.08891 Table 2).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+import torch
+from pydantic import Field
+
+from registry.contract import CliInputs, Procedure, ProcedureParams
+
+__all__ = ["run_scheduler", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape"]
+
+
+def run_scheduler(scheduler: Any, model: Any, x_T: torch.Tensor, num_inference_steps: int, progress: bool = False) -> torch.Tensor:
+    """The diffusers pipeline loop (see module docstring); returns the final sample."""
+    scheduler.set_timesteps(num_inference_steps)
+    x = x_T * scheduler.init_noise_sigma
+    ts = scheduler.timesteps
+    if progress:
+        from tqdm.auto import tqdm
+
+        ts = tqdm(ts, desc=type(scheduler).__name__, leave=False)
+    for t in ts:
+        model_input = scheduler.scale_model_input(x, t)
+        out = model(model_input, t).sample
+        x = scheduler.step(out, t, x).prev_sample
+    return x
+
+
+def sample_shape(model: Any) -> tuple[int, ...]:
+    """Per-row sample shape of a denoiser: ``(C, H, W)`` for image models, ``(d,)`` for the analytic mixture."""
+    cfg = model.config
+    size = getattr(cfg, "sample_size", None)
+    if size is not None:
+        hw = (size, size) if isinstance(size, int) else tuple(size)
+        return (cfg.in_channels, *hw)
+    gmm = getattr(model, "gmm", None)
+    if gmm is None:
+        raise ValueError("cannot infer the sample shape of this model (no sample_size, no gmm)")
+    return (gmm.dim,)
+
+
+class SamplerCli(CliInputs):
+    nfe: int = Field(10, ge=1, description="number of model evaluations")
+    n: int = Field(2000, ge=1, le=200_000, description="number of samples")
+    out: str | None = Field(None, description="PNG path: samples over the true density (2-D toy only)")
+
+
+class SchedulerSampler(Procedure):
+    """Base class: a deterministic ODE sampler = a diffusers scheduler + the pipeline loop.
+
+    Inputs: ``noise`` (``x_T``, shape ``(B, *sample_shape)``) or ``batch_size`` (noise drawn from the
+    seed). Output: the final sample tensor ``(B, *sample_shape)`` in the model's dtype.
+    """
+
+    kind = "sampler"
+    batch_independent: ClassVar[bool] = True
+    CliInputs = SamplerCli
+
+    class Params(ProcedureParams):
+        num_inference_steps: int = Field(10, ge=1, le=1000)
+
+    def __init__(self, models, params, device="cpu", dtype=None):
+        super().__init__(models, params, device, dtype)
+        self.model = self.models["denoiser"]
+        self.scheduler = self.make_scheduler()
+
+    # subclasses ------------------------------------------------------------
+    def make_scheduler(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def nfe(self) -> int:
+        """Model calls of one run (``len(timesteps)``)."""
+        self.scheduler.set_timesteps(self.params.num_inference_steps)
+        return len(self.scheduler.timesteps)
+
+    def noise_range(self) -> tuple[float, float]:
+        """EDM noise levels ``(sigma_start, sigma_end)`` the run integrates between (for the exact reference)."""
+        raise NotImplementedError
+
+    # the contract ------------------------------------------------------------
+    @property
+    def _dtype(self) -> torch.dtype:
+        return getattr(self.model, "dtype", None) or torch.float32
+
+    def draw_noise(self, batch_size: int, seed: int) -> torch.Tensor:
+        g = torch.Generator().manual_seed(int(seed))
+        return torch.randn((batch_size, *sample_shape(self.model)), generator=g, dtype=torch.float64).to(self._dtype)
+
+    @torch.no_grad()
+    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> torch.Tensor:
+        x_T = self.draw_noise(batch_size, seed) if noise is None else noise.to(self._dtype)
+        return run_scheduler(self.scheduler, self.model, x_T.to(self.device), self.params.num_inference_steps, progress=progress)
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"noise": self.draw_noise(batch_size, seed=12345)}
+
+    def input_rows(self, inputs):
+        return [{**inputs, "noise": inputs["noise"][i : i + 1]} for i in range(inputs["noise"].shape[0])]
+
+    def output_rows(self, outputs):
+        return [outputs[i : i + 1] for i in range(outputs.shape[0])]
+
+    def run_cli(self, inputs, seed: int) -> str:
+        from zoo.methods.diffusers_baselines.report import cli_report
+
+        return cli_report(self, inputs or self.CliInputs(), seed)
+
+
+class _VPParams(ProcedureParams):
+    num_inference_steps: int = Field(10, ge=1, le=1000)
+    timestep_spacing: Literal["linspace", "leading", "trailing"] = "trailing"
+
+
+def _vp_config(model: Any) -> dict[str, Any]:
+    """The training schedule of the denoiser, if it declares one (the analytic model does)."""
+    cfg = getattr(model, "config", {})
+    keys = ("num_train_timesteps", "beta_start", "beta_end", "beta_schedule")
+    out = {k: cfg[k] for k in keys if cfg.get(k) is not None}  # UNet2DModel has num_train_timesteps: None
+    if cfg.get("prediction_type") is not None:
+        out["prediction_type"] = cfg["prediction_type"]
+    return out
+
+
+def _sigma_of(alpha_bar: float) -> float:
+    return math.sqrt((1 - alpha_bar) / alpha_bar) if alpha_bar < 1 else 0.0
+
+
+class DDIMSampler(SchedulerSampler):
+    """diffusers ``DDIMScheduler`` (eta = 0): ``x_{k+1} = alpha_{k+1} x0hat_k + sigma_{k+1} epsilonhat_k``."""
+
+    class Params(_VPParams):
+        set_alpha_to_one: bool = True
+
+    def make_scheduler(self):
+        from diffusers import DDIMScheduler
+
+        return DDIMScheduler(**_vp_config(self.model), timestep_spacing=self.params.timestep_spacing, set_alpha_to_one=self.params.set_alpha_to_one, clip_sample=False)
+
+    def noise_range(self):
+        s = self.scheduler
+        s.set_timesteps(self.params.num_inference_steps)
+        ab = s.alphas_cumprod.double()
+        t0, tl = int(s.timesteps[0]), int(s.timesteps[-1])
+        prev = tl - s.config.num_train_timesteps // s.num_inference_steps
+        ab_end = float(ab[prev]) if prev >= 0 else float(s.final_alpha_cumprod)
+        return _sigma_of(float(ab[t0])), _sigma_of(ab_end)
+
+
+class _MultistepParams(_VPParams):
+    solver_order: int = Field(2, ge=1, le=3)
+    lower_order_final: bool = True
+    final_sigmas_type: Literal["zero", "sigma_min"] = "zero"
+
+
+class DPMSolverPPSampler(SchedulerSampler):
+    """diffusers ``DPMSolverMultistepScheduler(algorithm_type="dpmsolver++")``: DPM-Solver++(2M)."""
+
+    class Params(_MultistepParams):
+        pass
+
+    def make_scheduler(self):
+        from diffusers import DPMSolverMultistepScheduler
+
+        p = self.params
+        return DPMSolverMultistepScheduler(
+            **_vp_config(self.model), algorithm_type="dpmsolver++", solver_order=p.solver_order, lower_order_final=p.lower_order_final,
+            final_sigmas_type=p.final_sigmas_type, timestep_spacing=p.timestep_spacing,
+        )
+
+    def noise_range(self):
+        self.scheduler.set_timesteps(self.params.num_inference_steps)
+        sig = self.scheduler.sigmas.double()
+        return float(sig[0]), float(sig[-1])
+
+
+class UniPCSampler(SchedulerSampler):
+    """diffusers ``UniPCMultistepScheduler`` (UniP-2 predictor + UniC corrector, ``bh2``, x0-prediction)."""
+
+    class Params(_MultistepParams):
+        solver_type: Literal["bh1", "bh2"] = "bh2"
+
+    def make_scheduler(self):
+        from diffusers import UniPCMultistepScheduler
+
+        p = self.params
+        return UniPCMultistepScheduler(
+            **_vp_config(self.model), solver_order=p.solver_order, lower_order_final=p.lower_order_final, solver_type=p.solver_type,
+            final_sigmas_type=p.final_sigmas_type, timestep_spacing=p.timestep_spacing,
+        )
+
+    def noise_range(self):
+        self.scheduler.set_timesteps(self.params.num_inference_steps)
+        sig = self.scheduler.sigmas.double()
+        return float(sig[0]), float(sig[-1])

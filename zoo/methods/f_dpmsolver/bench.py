@@ -1,0 +1,179 @@
+"""Comparison machinery shared by ``tools/bench_samplers.py`` and the slow metric checks: the samplers of
+both grids (VP diffusers-native, EDM Karras), the EDM-preconditioned analytic model and an exact-ODE cache.
+See the tool's docstring for the protocol."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from zoo.common.gmm import analytic_model, sliced_wasserstein2
+from zoo.methods.diffusers_baselines.sampler import DDIMSampler, DPMSolverPPSampler, UniPCSampler, run_scheduler
+
+from .sampler import FDPMSolverSampler
+
+EDM = dict(sigma_min=0.002, sigma_max=80.0, rho=7.0)
+
+
+class EDMAnalytic(torch.nn.Module):
+    """The exact mixture behind diffusers' EDM schedulers: input c_in * x, time c_noise = log(sigma) / 4, output F
+    with D = c_skip x + c_out F (inverted through the scheduler's own precondition_outputs)."""
+
+    def __init__(self, gmm, scheduler):
+        super().__init__()
+        self.gmm, self.sch = gmm, scheduler
+
+    def forward(self, x_in, t):
+        sigma = float(torch.exp(4 * torch.as_tensor(t, dtype=torch.float64)))
+        x = x_in * math.sqrt(sigma**2 + self.sch.config.sigma_data**2)
+        d = self.gmm.denoise(x, sigma)
+        skip = self.sch.precondition_outputs(x, torch.zeros_like(x), sigma)
+        c_out = self.sch.precondition_outputs(torch.zeros_like(x), torch.ones_like(x), sigma)
+        return type("Out", (), {"sample": (d - skip) / c_out})()
+
+
+class EDMRun:
+    """A diffusers EDM scheduler run in VP coordinates in, VP coordinates out (x_edm = x_vp * sqrt(1 + sigma^2))."""
+
+    def __init__(self, cls, gmm, N):
+        self.sch = cls(**EDM, sigma_data=0.5, final_sigmas_type="zero") if "DPMSolver" in cls.__name__ else cls(**EDM, sigma_data=0.5)
+        self.gmm, self.N = gmm, N
+
+    def noise_range(self):
+        self.sch.set_timesteps(self.N)
+        sig = self.sch.sigmas.double()
+        return float(sig[0]), float(sig[-1])
+
+    def __call__(self, x_T):
+        s0, s1 = self.noise_range()
+        # run_scheduler multiplies by init_noise_sigma = sqrt(s0^2 + 1): x_T in EDM coordinates at sigma_max
+        x = run_scheduler(self.sch, EDMAnalytic(self.gmm, self.sch), x_T.double(), self.N)
+        return x.double() / math.sqrt(1 + s1**2)
+
+
+def samplers(grid: str, model, N: int):
+    """(name, callable x_T -> x_N, noise_range) of every sampler on a grid at NFE N."""
+    out = []
+    if grid == "vp":
+        for name, cls, kw in [
+            ("F-DDIM", FDPMSolverSampler, {}),
+            ("F-DPMSolver-2", FDPMSolverSampler, {"solver_order": 2}),
+            ("DDIM", DDIMSampler, {}),
+            ("DPM-Solver++(2M)", DPMSolverPPSampler, {}),
+            ("UniPC", UniPCSampler, {}),
+        ]:
+            p = cls({"denoiser": model}, cls.Params(num_inference_steps=N, **kw))
+            out.append((name, lambda x, p=p: p(noise=x), p.noise_range))
+    else:
+        from diffusers import EDMDPMSolverMultistepScheduler, EDMEulerScheduler
+
+        for name, kw in [("F-DDIM", {}), ("F-DPMSolver-2", {"solver_order": 2})]:
+            p = FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params(num_inference_steps=N, use_karras_sigmas=True, **EDM, **kw))
+            out.append((name, lambda x, p=p: p(noise=x), p.noise_range))
+        for name, cls in [("DDIM", EDMEulerScheduler), ("DPM-Solver++(2M)", EDMDPMSolverMultistepScheduler)]:
+            r = EDMRun(cls, model.gmm, N)
+            out.append((name, r, r.noise_range))
+    return out
+
+
+class ExactCache:
+    def __init__(self, gmm, x_T):
+        self.gmm, self.x_T, self.cache = gmm, x_T, {}
+
+    def __call__(self, s0: float, s1: float) -> torch.Tensor:
+        key = (round(s0, 6), round(s1, 9))
+        if key not in self.cache:
+            x = self.x_T.double() * math.sqrt(1 + s0**2)
+            self.cache[key] = self.gmm.exact_ode(x, s0, s1) / math.sqrt(1 + s1**2)
+        return self.cache[key]
+
+
+
+
+def compare(grid: str, mixture: str, nfe: int, rows: int = 1000, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Every sampler of ``grid`` on ``mixture`` at ``nfe`` from the same ``rows`` x_T (seed): path error (median),
+    SW2 to exact data samples (seed + 1) and mean exact log-density."""
+    model = analytic_model(mixture)
+    x_T = torch.randn(rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    exact = ExactCache(model.gmm, x_T)
+    data = model.gmm.sample(rows, generator=torch.Generator().manual_seed(seed + 1))
+    out = {}
+    for name, run, noise_range in samplers(grid, model, nfe):
+        x = run(x_T).double()
+        out[name] = {
+            "path_err": float((x - exact(*noise_range())).norm(dim=1).median()),
+            "sw2": sliced_wasserstein2(x, data, generator=torch.Generator().manual_seed(7)),
+            "loglik": float(model.gmm.log_prob(x).mean()),
+        }
+    return out
+
+
+# ----------------------------------------------------------------------------- the learned digits UNet
+
+
+def learned_reference(model, x_T: torch.Tensor, t_start: float = 999.0, t_end: float = 0.0, rtol: float = 1e-6, atol: float = 1e-6) -> torch.Tensor:
+    """High-accuracy PF-ODE solution of a learned VP epsilon-model from training time ``t_start`` to ``t_end``.
+
+    Integrates ``dx/du = sigma * eps(x / sqrt(1 + sigma^2), t(sigma))`` in EDM coordinates, ``u = log sigma``
+    (adaptive Dormand-Prince 5(4), float64 state, the model in its own dtype). Fractional training times
+    interpolate log-sigma linearly between table entries (the convention of the schedulers), so at integer
+    timesteps the model sees exactly what every sampler feeds it. Returns VP coordinates at ``t_end``.
+    """
+    from zoo.common.gmm import VPSchedule, _dopri5
+
+    from .scheduler import FDPMSolverScheduler
+
+    from zoo.methods.diffusers_baselines.sampler import _vp_config
+
+    sch = FDPMSolverScheduler(**{k: v for k, v in _vp_config(model).items() if k != "prediction_type"})
+    table = VPSchedule(sch.alphas_cumprod)
+    ab0, ab1 = float(table.alpha_bar(t_start)), float(table.alpha_bar(t_end))
+    s0, s1 = math.sqrt((1 - ab0) / ab0), math.sqrt((1 - ab1) / ab1)
+    shape = x_T.shape
+    mdtype = next(model.parameters()).dtype
+
+    def f(u, y):
+        sigma = math.exp(u)
+        t = float(sch._sigma_to_t(sigma)[0])
+        x_vp = (y / math.sqrt(1 + sigma**2)).reshape(shape).to(mdtype)
+        with torch.no_grad():
+            eps = model(x_vp, torch.full((shape[0],), t, dtype=torch.float32)).sample
+        return sigma * eps.double().reshape(shape[0], -1)
+
+    y0 = x_T.double().reshape(shape[0], -1) * math.sqrt(1 + s0**2)
+    y = _dopri5(f, math.log(s0), math.log(s1), y0, rtol, atol)
+    return (y / math.sqrt(1 + s1**2)).reshape(shape)
+
+
+def digits_samplers(model, N: int):
+    """Samplers ending at the same noise level sigma(t = 0) (no step to sigma = 0, where the discrete model has no
+    time): F-DDIM / F-DPMSolver-2 (LDM grid), DDIM (set_alpha_to_one=False), DPM-Solver++(2M) and UniPC with
+    final_sigmas_type="sigma_min"."""
+    out = []
+    for name, cls, kw in [
+        ("F-DDIM", FDPMSolverSampler, {}),
+        ("F-DPMSolver-2", FDPMSolverSampler, {"solver_order": 2}),
+        ("DDIM", DDIMSampler, {"set_alpha_to_one": False}),
+        ("DPM-Solver++(2M)", DPMSolverPPSampler, {"final_sigmas_type": "sigma_min"}),
+        ("UniPC", UniPCSampler, {"final_sigmas_type": "sigma_min"}),
+    ]:
+        p = cls({"denoiser": model}, cls.Params(num_inference_steps=N, **kw))
+        out.append((name, p))
+    return out
+
+
+def digits_compare(model, nfes, rows: int = 64, seed: int = 0) -> dict[int, dict[str, float]]:
+    """Median path error (L2 over the 64 pixels) of every digits sampler against :func:`learned_reference`."""
+    x_T = torch.randn(rows, 1, 8, 8, generator=torch.Generator().manual_seed(seed))
+    ref = learned_reference(model, x_T).reshape(rows, -1)
+    ab0 = float(FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params()).scheduler.alphas_cumprod[0])
+    sigma_end = math.sqrt((1 - ab0) / ab0)
+    res: dict[int, dict[str, float]] = {}
+    for N in nfes:
+        res[N] = {}
+        for name, p in digits_samplers(model, N):
+            _, s1 = p.noise_range()
+            assert abs(s1 / sigma_end - 1) < 1e-4, (name, s1, sigma_end)  # every sampler ends at sigma(t = 0)
+            out = p(noise=x_T).double().reshape(rows, -1)
+            res[N][name] = float((out - ref).norm(dim=1).median())
+    return res

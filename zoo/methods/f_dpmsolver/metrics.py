@@ -1,0 +1,60 @@
+"""Cheap metric checks of the ``f-dpmsolver`` toy variant: ``fn(pipeline) -> float``.
+
+All use the fixed evaluation set of :mod:`zoo.methods.diffusers_baselines.report` (256 rows of x_T,
+seed 2026) and the exact PF-ODE of the toy mixture; they run in about a second.
+"""
+from __future__ import annotations
+
+from zoo.methods.diffusers_baselines.report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
+from zoo.methods.diffusers_baselines.sampler import DDIMSampler
+
+__all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim"]
+
+
+def ddim_over_fddim(pipeline) -> float:
+    """Median path error of diffusers' DDIM divided by F-DPMSolver's, at the pipeline's step count, on the
+    same mixture and the same x_T (> 1 means F-DPMSolver is more accurate at equal NFE)."""
+    proc = as_procedure(pipeline)
+    ddim = DDIMSampler(proc.models, DDIMSampler.Params(num_inference_steps=proc.params.num_inference_steps))
+    x_T = proc.draw_noise(CHECK_ROWS, CHECK_SEED)
+    return evaluate(ddim, x_T)["path_err_median"] / evaluate(proc, x_T)["path_err_median"]
+
+
+def _bench_ratio(grid: str, mixture: str, nfe: int):
+    def check(pipeline) -> float:
+        from .bench import compare
+
+        r = compare(grid, mixture, nfe)
+        return r["DDIM"]["path_err"] / r["F-DDIM"]["path_err"]
+
+    check.__name__ = check.__qualname__ = f"ddim_over_fddim_{grid}_{mixture}_nfe{nfe}"
+    check.__doc__ = (f"Slow check: DDIM / F-DDIM median path error on the {grid} grid, mixture {mixture}, NFE {nfe}, "
+                     "1000 x_T (seed 0), as in tools/bench_samplers.py (ignores the pipeline's own params).")
+    return check
+
+
+for _g in ("vp", "edm"):
+    for _m in ("gaussian", "gmm3"):
+        for _n in (6, 10):
+            _fn = _bench_ratio(_g, _m, _n)
+            globals()[_fn.__name__] = _fn
+            __all__.append(_fn.__name__)
+
+
+def _digits_ratio(nfe: int):
+    def check(pipeline) -> float:
+        from .bench import digits_compare
+
+        r = digits_compare(as_procedure(pipeline).model, [nfe])[nfe]
+        return r["DDIM"] / r["F-DDIM"]
+
+    check.__name__ = check.__qualname__ = f"digits_ddim_over_fddim_nfe{nfe}"
+    check.__doc__ = (f"Slow check (~50 s): on the digits UNet, DDIM / F-DDIM median path error at NFE {nfe} against the "
+                     "high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; both end at sigma(t=0)).")
+    return check
+
+
+for _n in (5, 10):
+    _fn = _digits_ratio(_n)
+    globals()[_fn.__name__] = _fn
+    __all__.append(_fn.__name__)

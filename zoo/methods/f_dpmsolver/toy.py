@@ -1,0 +1,28 @@
+"""CPU variants of f-dpmsolver: the exact mixture lives in :mod:`zoo.common.gmm`; here is the tiny
+``UNet2DModel`` trained in-repo on scikit-learn's 8x8 digits (``tools/train_f_dpmsolver_digits.py``), a real
+learned epsilon-model for the samplers, and the digits data it was trained on."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+DIGITS_UNET: dict[str, Any] = dict(
+    sample_size=8, in_channels=1, out_channels=1, layers_per_block=1, block_out_channels=[16, 32],
+    down_block_types=["DownBlock2D", "AttnDownBlock2D"], up_block_types=["AttnUpBlock2D", "UpBlock2D"], norm_num_groups=8,
+)
+
+
+def build_digits_unet(**overrides: Any):
+    """The digits UNet architecture (random init; the spec loads the shipped weights with strict=True)."""
+    from diffusers import UNet2DModel
+
+    return UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
+
+
+def digits_data() -> torch.Tensor:
+    """scikit-learn's 1797 8x8 digits scaled to [-1, 1], shape (1797, 1, 8, 8), float32."""
+    from sklearn.datasets import load_digits
+
+    x = torch.tensor(load_digits().images, dtype=torch.float32) / 16.0
+    return (x * 2 - 1)[:, None]
