@@ -313,7 +313,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
             if m.variant not in cpu:
                 raise Skipped(f"variant {m.variant} does not run on cpu")
             fn = resolve(m.check)
-            value = float(fn(_pipeline(entry, m.variant, target)))
+            value = float(fn(_pipeline(entry, m.variant, target), **m.check_params))
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )

@@ -134,7 +134,8 @@ class Metric(Strict):
     higher_is_better: bool | None = None
     tolerance: float | None = Field(None, ge=0)
     command: str | None = Field(None, description="the command that reproduces the number")
-    check: Target | None = Field(None, description="callable(pipeline) -> float re-checked by conformance")
+    check: Target | None = Field(None, description="callable(pipeline, **check_params) -> float re-checked by conformance")
+    check_params: dict[str, Any] = Field({}, description="keyword arguments of the check, e.g. {nfe: 6}")
     slow: bool = Field(False, description="too slow for the default conformance run")
     setting: dict[str, Any] = Field({}, description="conditions the number holds under, e.g. {nfe: 10, lanes: 4}")
     source: str | None = Field(None, description="where a reported number comes from (table, figure)")

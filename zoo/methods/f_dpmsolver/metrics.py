@@ -8,7 +8,7 @@ from __future__ import annotations
 from zoo.methods.diffusers_baselines.report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
 from zoo.methods.diffusers_baselines.sampler import DDIMSampler
 
-__all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim"]
+__all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim", "bench_ratio", "digits_ratio"]
 
 
 def ddim_over_fddim(pipeline) -> float:
@@ -20,41 +20,20 @@ def ddim_over_fddim(pipeline) -> float:
     return evaluate(ddim, x_T)["path_err_median"] / evaluate(proc, x_T)["path_err_median"]
 
 
-def _bench_ratio(grid: str, mixture: str, nfe: int):
-    def check(pipeline) -> float:
-        from .bench import compare
+def bench_ratio(pipeline, grid: str, mixture: str, nfe: int) -> float:
+    """Slow check: DDIM / F-DDIM median path error on the ``grid`` (vp | edm) grid, ``mixture``
+    (gaussian | gmm3), at ``nfe``, 1000 x_T (seed 0), as in tools/bench_samplers.py (ignores the
+    pipeline's own params)."""
+    from .bench import compare
 
-        r = compare(grid, mixture, nfe)
-        return r["DDIM"]["path_err"] / r["F-DDIM"]["path_err"]
-
-    check.__name__ = check.__qualname__ = f"ddim_over_fddim_{grid}_{mixture}_nfe{nfe}"
-    check.__doc__ = (f"Slow check: DDIM / F-DDIM median path error on the {grid} grid, mixture {mixture}, NFE {nfe}, "
-                     "1000 x_T (seed 0), as in tools/bench_samplers.py (ignores the pipeline's own params).")
-    return check
+    r = compare(grid, mixture, nfe)
+    return r["DDIM"]["path_err"] / r["F-DDIM"]["path_err"]
 
 
-for _g in ("vp", "edm"):
-    for _m in ("gaussian", "gmm3"):
-        for _n in (6, 10):
-            _fn = _bench_ratio(_g, _m, _n)
-            globals()[_fn.__name__] = _fn
-            __all__.append(_fn.__name__)
+def digits_ratio(pipeline, nfe: int) -> float:
+    """Slow check (~50 s): on the digits UNet, DDIM / F-DDIM median path error at ``nfe`` against the
+    high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; both end at sigma(t=0))."""
+    from .bench import digits_compare
 
-
-def _digits_ratio(nfe: int):
-    def check(pipeline) -> float:
-        from .bench import digits_compare
-
-        r = digits_compare(as_procedure(pipeline).model, [nfe])[nfe]
-        return r["DDIM"] / r["F-DDIM"]
-
-    check.__name__ = check.__qualname__ = f"digits_ddim_over_fddim_nfe{nfe}"
-    check.__doc__ = (f"Slow check (~50 s): on the digits UNet, DDIM / F-DDIM median path error at NFE {nfe} against the "
-                     "high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; both end at sigma(t=0)).")
-    return check
-
-
-for _n in (5, 10):
-    _fn = _digits_ratio(_n)
-    globals()[_fn.__name__] = _fn
-    __all__.append(_fn.__name__)
+    r = digits_compare(as_procedure(pipeline).model, [nfe])[nfe]
+    return r["DDIM"] / r["F-DDIM"]
