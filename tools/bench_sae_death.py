@@ -34,6 +34,8 @@ def main() -> None:
     ap.add_argument("--layer", type=int, default=3, help="MiniLM hidden_states index (default 3)")
     ap.add_argument("--features", type=int, default=3072, help="SAE width F (default 3072 = 8 x 384)")
     ap.add_argument("--k", type=int, default=32, help="TopK k (default 32)")
+    ap.add_argument("--dec-init", choices=["gaussian", "uniform"], default="gaussian",
+                    help="SAE decoder init: isotropic gaussian (closed forms' assumption) or U(-1,1) entries")
     ap.add_argument("--train", action="store_true", help="also run the training-dynamics table (~12 min on 1 thread)")
     ap.add_argument("--steps", type=int, default=1800, help="training steps (default 1800)")
     ap.add_argument("--inits", default="zeros,mean,zeros+auxk", help="b_dec inits to train (default zeros,mean,zeros+auxk)")
@@ -49,7 +51,8 @@ def main() -> None:
 
     enc = build_minilm()
     rep_proc = FeatureDeathReport(models={"encoder": enc}, params=FeatureDeathReport.Params(
-        layer=args.layer, max_tokens=args.tokens, n_features=args.features, k=args.k), device="cpu", dtype=None)
+        layer=args.layer, max_tokens=args.tokens, n_features=args.features, k=args.k, dec_init=args.dec_init),
+        device="cpu", dtype=None)
     t0 = time.time()
     rep = rep_proc(seed=0, progress=True)
     print(format_report(rep))

@@ -154,3 +154,24 @@ def test_report_on_real_activations(minilm, tmp_path):
     inputs = FeatureDeathReport.CliInputs(out=str(tmp_path / "p.png"), max_tokens=512, magnitudes="0,40")
     text = proc.run_cli(inputs, seed=0)
     assert "pred" in text and (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_decoder_init_explains_the_topk_death_gap() -> None:
+    """Isotropic (gaussian) decoder directions follow the closed form Phi(t_k - C/gamma); U(-1,1)
+    entries (nn.Linear-style) leave 10+ points fewer features dead at the same gamma. This is why
+    an independent check with uniform init saw 75% (not ~90%) total death at gamma 3.5."""
+    import torch
+
+    from zoo.common.sae import SparseAutoencoder
+    from zoo.methods.sae_feature_death.diagnostics import dead_by_pathway, gamma, predicted_dead_by_topk
+
+    g = torch.Generator().manual_seed(0)
+    for m in (20.0, 40.0):
+        x = torch.randn(4000, 64, generator=g)
+        x[:, 0] += m
+        pred = predicted_dead_by_topk(gamma(x), n_eval=4000, k=8, n_features=512)
+        for seed in range(2):
+            gauss = dead_by_pathway(SparseAutoencoder(64, 512, "topk", 8, seed=seed, dec_init="gaussian"), x).total
+            unif = dead_by_pathway(SparseAutoencoder(64, 512, "topk", 8, seed=seed, dec_init="uniform"), x).total
+            assert abs(gauss - pred) < 0.05, (m, gauss, pred)
+            assert unif < gauss - 0.08, (m, unif, gauss)

@@ -90,6 +90,9 @@ def init_center(x: torch.Tensor, how: BDecInit) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- the module
 
+DecInit = Literal["gaussian", "uniform"]
+
+
 class SparseAutoencoder(nn.Module):
     """ReLU / TopK / BatchTopK SAE, ``F = n_features`` latents on ``d = d_in`` inputs.
 
@@ -98,8 +101,12 @@ class SparseAutoencoder(nn.Module):
     threshold, -1 until set) and ``tokens_since_fired (F)`` (AuxK dead-latent counter).
     """
 
-    def __init__(self, d_in: int, n_features: int, arch: Arch = "topk", k: int = 32, seed: int = 0):
+    def __init__(self, d_in: int, n_features: int, arch: Arch = "topk", k: int = 32, seed: int = 0,
+                 dec_init: DecInit = "gaussian"):
         super().__init__()
+        if dec_init not in ("gaussian", "uniform"):
+            raise ValueError(f"dec_init must be gaussian or uniform, not {dec_init!r}")
+        self.dec_init = dec_init
         if arch not in ("relu", "topk", "batchtopk"):
             raise ValueError(f"arch must be relu, topk or batchtopk, not {arch!r}")
         if not 1 <= k <= n_features:
@@ -117,9 +124,18 @@ class SparseAutoencoder(nn.Module):
     # -- init
     @torch.no_grad()
     def reset_parameters(self, seed: int = 0) -> None:
-        """Standard init: unit-norm random decoder columns, W_enc = W_dec^T, b_enc = 0, b_dec = 0."""
+        """Standard init: unit-norm random decoder columns, W_enc = W_dec^T, b_enc = 0, b_dec = 0.
+
+        ``dec_init="gaussian"`` draws isotropic directions (each coordinate of a column is then
+        ~N(0, 1/d), the assumption behind the closed forms Phi(-C/gamma), Phi(t_k - C/gamma));
+        ``"uniform"`` draws U(-1, 1) entries before normalising (what nn.Linear-style
+        initialisations give), whose lighter-tailed projections onto the outlier direction leave
+        fewer features dead-by-TopK (measured in docs/methods/sae-feature-death.md)."""
         g = torch.Generator().manual_seed(int(seed))
-        w = torch.randn(self.d_in, self.n_features, generator=g, dtype=torch.float32)
+        if self.dec_init == "uniform":
+            w = torch.rand(self.d_in, self.n_features, generator=g, dtype=torch.float32) * 2 - 1
+        else:
+            w = torch.randn(self.d_in, self.n_features, generator=g, dtype=torch.float32)
         w = w / torch.linalg.vector_norm(w, dim=0, keepdim=True)
         self.W_dec.copy_(w)
         self.W_enc.copy_(w.T)

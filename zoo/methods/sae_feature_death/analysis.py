@@ -59,6 +59,8 @@ class FeatureDeathReport(Procedure):
         magnitudes: tuple[float, ...] = DEFAULT_MAGNITUDES
         preprocessings: tuple[dg.Preprocess, ...] = ("mean", "geometric_median", "pca_whiten", "layernorm")
         sae_seed: int = 0
+        dec_init: Literal["gaussian", "uniform"] = Field(
+            "gaussian", description="decoder-column init: isotropic (the closed forms' assumption) or U(-1,1) entries")
 
     class CliInputs(BaseCliInputs):
         out: str = "sae-feature-death.png"
@@ -93,7 +95,7 @@ class FeatureDeathReport(Procedure):
         if p.outlier_dim >= d:
             raise ValueError(f"outlier_dim {p.outlier_dim} >= d = {d}")
         # one SAE init per call: the seed picks it (the paper's standard init, b_dec = 0)
-        sae = SparseAutoencoder(d, F, "topk", kk, seed=p.sae_seed + seed)
+        sae = SparseAutoencoder(d, F, "topk", kk, seed=p.sae_seed + seed, dec_init=p.dec_init)
         rows = []
         it = mags
         if progress:
