@@ -20,7 +20,7 @@ from .errors import BuildError, HardwareError, Location, ParamError, Requirement
 from .hardware import Machine, default_device, detect, fits, offline
 from .loader import locate
 from .resolve import library_class, resolve
-from .spec import HubSource, ModelSource, ProcedureSpec, Spec, TimmSource, ZooSource
+from .spec import HubSource, ModelSource, Spec, TimmSource, ZooSource
 
 
 def remote_code_disabled() -> bool:

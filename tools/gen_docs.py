@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from registry import spec as spec_module
-from registry.spec import Spec, json_schema
+from registry.spec import json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "spec-reference.md"

@@ -168,6 +168,22 @@ class TextSampler(Procedure):
     def _models_for_tokenizer(self) -> list[Any]:
         return list(self.models.values())
 
+    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
+        """Decode each prompt row independently with its own generator seeded by ``seed``
+        (so row i of a batch equals row i alone)."""
+        rows = self.prompts_to_ids(prompt, input_ids, getattr(self.params, "chat_template", True))
+        eos = eos_of(self.tokenizer(), *self._models_for_tokenizer())
+        outs, stats = [], []
+        for ids in rows:
+            new, st = self.generate_row(ids, torch.Generator().manual_seed(seed), eos)
+            outs.append(new)
+            stats.append(st)
+        return GenerationOutput(outs, self.decode(outs), stats)
+
+    def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None) -> tuple[list[int], dict[str, Any]]:
+        """New token ids for one prompt, and its counters."""
+        raise NotImplementedError
+
     def tokenizer(self):
         if not hasattr(self, "_tok"):
             try:
@@ -330,16 +346,11 @@ class ConfidenceDecoding(TextSampler):
         super().__init__(models, params, device, dtype)
         self.denoiser = MaskedDenoiser.wrap(self.models["proposal"], params.mask_token_id, params.shift_logits)
 
-    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
+    def _models_for_tokenizer(self) -> list[Any]:
+        return [self.models["proposal"]]
+
+    def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None) -> tuple[list[int], dict[str, Any]]:
         p = self.params
-        rows = self.prompts_to_ids(prompt, input_ids, p.chat_template)
-        eos = eos_of(self.tokenizer(), self.models["proposal"])
         n_max = resolve_max_new_tokens(p.max_new_tokens, self.models["proposal"])
-        outs, stats = [], []
-        for ids in rows:
-            g = torch.Generator().manual_seed(seed)
-            new, st = confidence_decode(self.denoiser, ids, n_max, p.tokens_per_step, p.block_length,
-                                        p.alg, p.temperature, p.top_p, eos, g, self.device, p.stop_at_eos)
-            outs.append(new)
-            stats.append(st)
-        return GenerationOutput(outs, self.decode(outs), stats)
+        return confidence_decode(self.denoiser, prompt_ids, n_max, p.tokens_per_step, p.block_length,
+                                 p.alg, p.temperature, p.top_p, eos, g, self.device, p.stop_at_eos)

@@ -8,7 +8,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import ProcedureParams
-from zoo.common.masked_dlm import GenerationOutput, TextSampler, eos_of, resolve_max_new_tokens
+from zoo.common.masked_dlm import TextSampler, resolve_max_new_tokens
 
 from .core import gumbel_max, top_p_filter
 from .sampler import ar_forward, cache_kwarg, new_cache
@@ -28,16 +28,8 @@ class ARDecoding(TextSampler):
         self.target = self.models["target"]
         self._kw = cache_kwarg(self.target)
 
-    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
-        rows = self.prompts_to_ids(prompt, input_ids, self.params.chat_template)
-        eos = eos_of(self.tokenizer(), self.target)
-        outs, stats = [], []
-        for ids in rows:
-            g = torch.Generator().manual_seed(seed)
-            new, st = self.generate_row(ids, g, eos)
-            outs.append(new)
-            stats.append(st)
-        return GenerationOutput(outs, self.decode(outs), stats)
+    def _models_for_tokenizer(self) -> list[Any]:
+        return [self.target]
 
     @torch.no_grad()
     def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None):

@@ -35,7 +35,7 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import ProcedureParams
-from zoo.common.masked_dlm import GenerationOutput, MaskedDenoiser, TextSampler, eos_of, resolve_max_new_tokens
+from zoo.common.masked_dlm import MaskedDenoiser, TextSampler, resolve_max_new_tokens
 
 from .core import (
     exact_log_weights,
@@ -156,17 +156,6 @@ class PoEBridgeSampler(TextSampler):
         self.taus = temperature_ladder(params.n_lanes, params.n_low_temp, params.temp_low, params.temp_high, params.anneal_temp)
         self._cache_kw = cache_kwarg(self.target)
         self.trace_hook = None  # tests: called after every window with (committed ids, cache, stats)
-
-    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
-        rows = self.prompts_to_ids(prompt, input_ids, self.params.chat_template)
-        eos = eos_of(self.tokenizer(), self.target, self.models["proposal"])
-        outs, stats = [], []
-        for ids in rows:
-            g = torch.Generator().manual_seed(seed)
-            new, st = self.generate_row(ids, g, eos)
-            outs.append(new)
-            stats.append(st)
-        return GenerationOutput(outs, self.decode(outs), stats)
 
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target, self.models["proposal"]]  # the AR target's tokenizer (Dream's is remote code)
