@@ -173,7 +173,16 @@ class _MultistepParams(_VPParams):
     final_sigmas_type: Literal["zero", "sigma_min"] = "zero"
 
 
-class DPMSolverPPSampler(SchedulerSampler):
+class _MultistepSampler(SchedulerSampler):
+    """diffusers multistep schedulers keep their noise levels in ``scheduler.sigmas``."""
+
+    def noise_range(self):
+        self.scheduler.set_timesteps(self.params.num_inference_steps)
+        sig = self.scheduler.sigmas.double()
+        return float(sig[0]), float(sig[-1])
+
+
+class DPMSolverPPSampler(_MultistepSampler):
     """diffusers ``DPMSolverMultistepScheduler(algorithm_type="dpmsolver++")``: DPM-Solver++(2M)."""
 
     class Params(_MultistepParams):
@@ -188,13 +197,8 @@ class DPMSolverPPSampler(SchedulerSampler):
             final_sigmas_type=p.final_sigmas_type, timestep_spacing=p.timestep_spacing,
         )
 
-    def noise_range(self):
-        self.scheduler.set_timesteps(self.params.num_inference_steps)
-        sig = self.scheduler.sigmas.double()
-        return float(sig[0]), float(sig[-1])
 
-
-class UniPCSampler(SchedulerSampler):
+class UniPCSampler(_MultistepSampler):
     """diffusers ``UniPCMultistepScheduler`` (UniP-2 predictor + UniC corrector, ``bh2``, x0-prediction)."""
 
     class Params(_MultistepParams):
@@ -208,8 +212,3 @@ class UniPCSampler(SchedulerSampler):
             **_vp_config(self.model), solver_order=p.solver_order, lower_order_final=p.lower_order_final, solver_type=p.solver_type,
             final_sigmas_type=p.final_sigmas_type, timestep_spacing=p.timestep_spacing,
         )
-
-    def noise_range(self):
-        self.scheduler.set_timesteps(self.params.num_inference_steps)
-        sig = self.scheduler.sigmas.double()
-        return float(sig[0]), float(sig[-1])
