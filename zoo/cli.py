@@ -110,6 +110,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         for n, p in getattr(s, section).items():
             mark = " (default)" if n == s.default else ""
             print(f"  {section[:-1]:<8} {n}{mark}: {p.target} {json.dumps(p.params) if p.params else ''}")
+            for v, extra in p.variant_params.items():
+                print(f"  {'':<8} {'':<{len(n) + len(mark)}}  on {v}: {json.dumps(extra)}")
     print("  variants (preference order) and fit here:")
     machine = None
     if not args.no_detect:
