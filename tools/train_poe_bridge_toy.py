@@ -65,14 +65,19 @@ def train_ar(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> 
         tgt = x[:, 1:].clone()
         tgt[:, : P - 1] = -100
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{loss.item():.4f}")
+        _update(model, opt, sched, loss, bar, step)
     return model.eval()
+
+
+def _update(model, opt, sched, loss, bar, step: int) -> None:
+    """One AdamW step with gradient clipping at 1.0 and the one-cycle schedule."""
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    if step % 50 == 0:
+        bar.set_postfix(loss=f"{loss.item():.4f}")
 
 
 def train_dlm(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> torch.nn.Module:
@@ -93,13 +98,7 @@ def train_dlm(steps: int, bs: int, lr: float, digits: int, seed: int, banned) ->
         logits = model(xt)
         ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x, reduction="none")
         loss = ((ce * m) / t).sum() / (bs * MAX_NEW)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{loss.item():.4f}")
+        _update(model, opt, sched, loss, bar, step)
     return model.eval()
 
 
