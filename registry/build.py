@@ -294,7 +294,3 @@ def build_pipeline(
         procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen)
     return Pipeline(spec, chosen, dev, dtype, models, procs, default, fname)
 
-
-def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()

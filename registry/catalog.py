@@ -153,7 +153,7 @@ class Catalog:
         self._dirs: list[tuple[Path, str]] = []
         self._entries: dict[str, Entry] | None = None
         self._broken: list[Entry] = []
-        self._collisions: list[CollisionError] = []
+        self._collisions: dict[str, CollisionError] = {}
 
     # ------------------------------------------------------------------ sources
     def add_path(self, path: str | os.PathLike[str], origin: str = "user") -> None:
@@ -195,7 +195,7 @@ class Catalog:
                 return self._entries
             entries: dict[str, Entry] = {}
             broken: list[Entry] = []
-            collisions: list[CollisionError] = []
+            collisions: dict[str, CollisionError] = {}
             seen_files: set[Path] = set()
             cache = _IndexCache()
             for root, origin in self._sources():
@@ -214,7 +214,7 @@ class Catalog:
                             f"spec name {entry.name!r} is declared by both {other.path} and {rf}",
                             Location(str(rf), None, None, "name"),
                         )
-                        collisions.append(err)
+                        collisions.setdefault(entry.name, err)
                         broken.append(Entry(rf, origin, error=err))
                         continue
                     entries[entry.name] = entry
@@ -255,9 +255,8 @@ class Catalog:
     def get(self, name: str) -> Entry:
         idx = self._index()
         if name in idx:
-            for c in self._collisions:
-                if f"{name!r}" in c.message:
-                    raise c
+            if name in self._collisions:
+                raise self._collisions[name]
             return idx[name]
         import difflib
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,6 @@ def parse_yaml(text: str, file: str = "<string>") -> Document:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
         problem = exc.problem or str(exc)
-        if "could not determine a constructor" in problem or "tag" in problem and "constructor" in problem:
-            problem = f"YAML tags are not allowed in specs ({problem.split('tag')[-1].strip(' !')!s}); specs are data only"
         raise SpecError(f"invalid YAML: {problem}", Location(file, line, col)) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"invalid YAML: {exc}", Location(file)) from None
@@ -105,9 +104,8 @@ def _construct(loader: Any, node: yaml.Node, path: PathKey, doc: Document) -> An
                     f"duplicate key {key!r} (first defined at line {first[0]}); remove one of them",
                     Location(doc.file, *_mark(key_node), dotted(path + (key,))),
                 )
-            doc.positions[path + (key,)] = _mark(key_node)
             out[key] = _construct(loader, value_node, path + (key,), doc)
-            doc.positions[path + (key,)] = _mark(key_node)
+            doc.positions[path + (key,)] = _mark(key_node)  # a field's errors point at its key, not its value
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(loader, item, path + (i,), doc) for i, item in enumerate(node.value)]
@@ -120,27 +118,18 @@ _SAFE_TAGS = {
 }
 
 
-def _all_field_names() -> set[str]:
-    names: set[str] = set()
-    stack: list[type[BaseModel]] = [Spec]
-    seen: set[type] = set()
-    while stack:
-        model = stack.pop()
-        if model in seen:
-            continue
-        seen.add(model)
-        names.update(model.model_fields)
-        for sub in BaseModel.__subclasses__():
-            pass
+@lru_cache(maxsize=1)
+def _all_field_names() -> tuple[str, ...]:
+    """Every field name of the schema's models, for "did you mean" suggestions."""
     from . import spec as spec_module
 
-    for obj in vars(spec_module).values():
-        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj is not BaseModel:
-            names.update(obj.model_fields)
-    return names
-
-
-_FIELD_NAMES: set[str] | None = None
+    names = {
+        name
+        for obj in vars(spec_module).values()
+        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj is not BaseModel
+        for name in obj.model_fields
+    }
+    return tuple(sorted(names))
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
@@ -155,29 +144,23 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
         elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
             out.append(part)
             cur = cur[part]
-        elif isinstance(part, str) and (part in ("function-after", "function-before") or part.startswith("function")):
-            continue
         elif isinstance(cur, dict) and isinstance(part, str) and last:
             # a missing or unknown field: point at the parent, name the field
             out.append(part)
             cur = None
-        else:
-            continue
+        # anything else is a union tag or validator frame that names no data: skip it
     return tuple(out)
 
 
 def validation_errors(doc: Document, exc: ValidationError) -> list[SpecError]:
-    global _FIELD_NAMES
     errors: list[SpecError] = []
     for err in exc.errors(include_url=False):
         path = _data_path(doc.data, tuple(err["loc"]))
         msg = err["msg"]
         kind = err["type"]
         if kind == "extra_forbidden":
-            if _FIELD_NAMES is None:
-                _FIELD_NAMES = _all_field_names()
             key = str(path[-1]) if path else "?"
-            close = difflib.get_close_matches(key, sorted(_FIELD_NAMES), n=1, cutoff=0.6)
+            close = difflib.get_close_matches(key, _all_field_names(), n=1, cutoff=0.6)
             msg = f"unknown field {key!r}" + (f"; did you mean {close[0]!r}?" if close else "")
         elif kind == "missing":
             msg = "required field is missing"

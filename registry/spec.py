@@ -5,7 +5,6 @@ A spec is data. Code is named only by ``"package.module:attr"`` strings, resolve
 """
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -229,5 +228,3 @@ def json_schema() -> dict[str, Any]:
     schema["title"] = "Zoo method spec"
     return schema
 
-
-_NAME = re.compile(NAME_RE)
