@@ -177,3 +177,75 @@ def digits_compare(model, nfes, rows: int = 64, seed: int = 0) -> dict[int, dict
             out = p(noise=x_T).double().reshape(rows, -1)
             res[N][name] = float((out - ref).norm(dim=1).median())
     return res
+
+
+# ----------------------------------------------------------------------------- pipeline protocols (issue #12 items 1-2)
+
+
+def _end_sigma(sch, ts) -> float:
+    """EDM noise level at which a scheduler's run over ``ts`` ends (F-DPMSolver: its last grid level; DDIM: the level
+    after its last timestep, 0 with set_alpha_to_one)."""
+    if hasattr(sch, "grid_sigmas"):
+        return float(sch.grid_sigmas[-1])
+    prev = int(ts[-1]) - sch.config.num_train_timesteps // sch.num_inference_steps
+    ab = float(sch.alphas_cumprod[prev]) if prev >= 0 else float(sch.final_alpha_cumprod)
+    return math.sqrt((1 - ab) / ab) if ab < 1 else 0.0
+
+
+def _sigma_at(sch, t) -> float:
+    ab = float(sch.alphas_cumprod.double()[int(t)])
+    return math.sqrt((1 - ab) / ab)
+
+
+def img2img_error(scheduler, model, N: int = 10, strength: float = 0.5, rows: int = 256, seed: int = 0, set_begin: bool = True) -> float:
+    """The StableDiffusionImg2Img protocol on the exact testbed: data ``x0`` (seed) noised with ``add_noise`` to
+    ``timesteps[t_start]`` (``t_start = N - int(N * strength)``), then the remaining timesteps in the pipeline loop
+    (with ``set_begin_index`` when ``set_begin``, else only slicing ``timesteps`` as diffusers' DDIM test does).
+    Returns the median distance to the exact PF-ODE image of the noised input over the scheduler's own range."""
+    gmm = model.gmm
+    x0 = gmm.sample(rows, generator=torch.Generator().manual_seed(seed))
+    noise = torch.randn(rows, gmm.dim, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1))
+    sch = scheduler
+    sch.set_timesteps(N)
+    t_start = N - int(N * strength)
+    ts = sch.timesteps[t_start:]
+    if set_begin and hasattr(sch, "set_begin_index"):
+        sch.set_begin_index(t_start)
+    lat = sch.add_noise(x0, noise, ts[:1])
+    for t in ts:
+        lat = sch.step(model(sch.scale_model_input(lat, t), t).sample, t, lat).prev_sample
+    s0, s1 = _sigma_at(sch, ts[0]), _end_sigma(sch, ts)
+    ref = gmm.exact_ode(x0 + s0 * noise, s0, s1) / math.sqrt(1 + s1**2)
+    return float((lat.double() - ref).norm(dim=1).median())
+
+
+def inpaint_scores(scheduler, model, N: int = 10, rows: int = 512, seed: int = 0, blend_every_step: bool = True) -> dict[str, float]:
+    """The StableDiffusionInpaint (4-channel UNet) protocol on the exact 2-D testbed: coordinate 0 is known (taken from
+    data samples), coordinate 1 is inpainted. After each step the known coordinate is replaced by the data noised to the
+    next timestep (``add_noise``), after the last step by the clean value. ``blend_every_step=False`` blends only at the
+    end (what a scheduler that ignores edits effectively did). Scores: max error of the known coordinate and the mean
+    exact conditional log-density ``log p(x_1 | x_0)`` of the inpainted one."""
+    gmm = model.gmm
+    data = gmm.sample(rows, generator=torch.Generator().manual_seed(seed))
+    noise = torch.randn(rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1))
+    known = torch.tensor([1.0, 0.0], dtype=torch.float64)  # mask of the known coordinate
+    sch = scheduler
+    sch.set_timesteps(N)
+    ts = sch.timesteps
+    lat = torch.randn(rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 2)) * sch.init_noise_sigma
+    for i, t in enumerate(ts):
+        lat = sch.step(model(sch.scale_model_input(lat, t), t).sample, t, lat).prev_sample
+        if i < len(ts) - 1:
+            if blend_every_step:
+                lat = known * sch.add_noise(data, noise, ts[i + 1 : i + 2]) + (1 - known) * lat
+        else:
+            lat = known * data + (1 - known) * lat
+    # exact conditional law of x_1 given x_0 = data[:, 0]: a 1-D mixture per row
+    w = gmm.log_weights.exp()
+    mu, var = gmm.means, gmm.evals  # isotropic per component: variances on the eigen-diagonal
+    logw = torch.log(w)[None] - 0.5 * ((data[:, :1] - mu[None, :, 0]) ** 2 / var[None, :, 0] + torch.log(2 * math.pi * var[None, :, 0]))
+    post = torch.softmax(logw, dim=1)
+    x1 = lat[:, 1:2].double()
+    comp = -0.5 * ((x1 - mu[None, :, 1]) ** 2 / var[None, :, 1] + torch.log(2 * math.pi * var[None, :, 1]))
+    cond = torch.logsumexp(torch.log(post) + comp, dim=1)
+    return {"known_err": float((lat[:, 0] - data[:, 0]).abs().max()), "cond_loglik": float(cond.mean())}
