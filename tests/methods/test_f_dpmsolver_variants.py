@@ -66,7 +66,9 @@ def test_half_sum_sampler_is_the_average_on_one_grid_and_counts_2n_calls():
     expected = 0.5 * (fdpm_sample(f, x_T, a, s) + inv.ddim_direct(f, x_T, a, s))
     assert torch.allclose(out, expected, atol=1e-12, rtol=0)
     assert steps_for_nfe(proc, 20) == 10
-    with pytest.raises(ValueError, match="not reachable"):
+    from registry.errors import ParamError
+
+    with pytest.raises(ParamError, match="--nfe 7: not reachable"):
         steps_for_nfe(proc, 7)
 
 

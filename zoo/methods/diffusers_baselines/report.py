@@ -40,7 +40,10 @@ def steps_for_nfe(proc: Any, nfe: int) -> int:
     extra = 1 if getattr(proc.params, "first_eps", "approx") == "evaluate" else 0
     per = int(getattr(proc, "calls_per_step", 1))
     if nfe - extra < per or (nfe - extra) % per:
-        raise ValueError(f"nfe={nfe} is not reachable by this sampler ({per} model call(s) per step + {extra})")
+        from registry.errors import ParamError
+
+        raise ParamError(f"--nfe {nfe}: not reachable by this sampler ({per} model call(s) per step + {extra} extra; need >= {per + extra}"
+                         + (f" and nfe - {extra} divisible by {per})" if per > 1 else ")"))
     return (nfe - extra) // per
 
 
