@@ -1,0 +1,56 @@
+"""Issue #11 item 1: a `zoo run` option overrides a spec parameter only when it is given.
+
+The diffusion samplers' ``--nfe`` used to default to 10 and always won over the spec's (or
+``--param``'s) ``num_inference_steps``. Model calls are counted on the analytic toy model.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import zoo
+from zoo.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def captured_pipes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every pipeline `zoo run` builds, so the test can count the model calls it made."""
+    pipes: list[Any] = []
+    real = zoo.load
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        pipes.append(real(*args, **kwargs))
+        return pipes[-1]
+
+    monkeypatch.setattr(zoo, "load", load)
+    return pipes
+
+
+def _calls(pipe: Any) -> int:
+    return len(pipe.procedure.model.call_log)
+
+
+@pytest.mark.parametrize("steps", [7, 20])
+def test_zoo_run_uses_the_spec_step_count_when_nfe_is_not_given(tmp_path: Path, captured_pipes: list[Any], capsys: pytest.CaptureFixture[str], steps: int) -> None:
+    """A spec asking for `steps` steps runs `steps` model calls per sample batch (not the CLI's old default 10)."""
+    spec = tmp_path / "my-f-ddim.yaml"
+    spec.write_text(f"extends: {ROOT / 'specs' / 'f-dpmsolver.yaml'}\nname: my-f-ddim\n"
+                    f"samplers: {{f-ddim: {{params: {{num_inference_steps: {steps}}}}}}}\n")
+    assert main(["run", str(spec), "--variant", "toy", "--n", "8"]) == 0
+    assert f"NFE={steps}, steps={steps}" in capsys.readouterr().out
+    # one run of the sampler (the report draws its samples once) = `steps` model calls
+    assert _calls(captured_pipes[-1]) == steps
+
+
+def test_zoo_run_param_overrides_the_spec_and_nfe_overrides_both(captured_pipes: list[Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """--param num_inference_steps=N runs N steps; an explicit --nfe M wins over it."""
+    assert main(["run", "f-dpmsolver", "--variant", "toy", "--n", "8", "--param", "num_inference_steps=7"]) == 0
+    assert "NFE=7, steps=7" in capsys.readouterr().out
+    assert _calls(captured_pipes[-1]) == 7
+    assert main(["run", "ddim", "--n", "8", "--param", "num_inference_steps=7", "--nfe", "5"]) == 0
+    assert "NFE=5, steps=5" in capsys.readouterr().out
+    assert _calls(captured_pipes[-1]) == 5
