@@ -209,7 +209,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"FAIL  {n}  validates: {exc}")
                 return 1
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype))
+                    target=Target(args.device, args.dtype), debug=args.debug, record=not args.no_record)
     return 0 if ok else 1
 
 
@@ -282,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--only", help="run only checks whose id contains this text")
     s.add_argument("--device", default="cpu", help="run the CPU variants on this device (e.g. cuda on a GPU machine)")
     s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"], help="build the CPU variants in this dtype")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
+    s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
     sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
