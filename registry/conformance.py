@@ -26,6 +26,7 @@ from typing import Any
 
 from .catalog import Entry
 from .errors import ParamError, ZooError
+from .metrics_store import record_key
 from .spec import HubSource, Spec, TimmSource, ZooSource
 
 
@@ -302,10 +303,9 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
     for m in spec.metrics:
         if m.kind != "reproduced":
             continue
-        where = "".join(f",{k}={v}" for k, v in sorted(m.setting.items()))  # settings tell apart same-named metrics
-        mid = f"{name}::metric[{m.name}@{m.dataset}/{m.variant}{where}]"
+        mid = f"{name}::metric[{record_key(m)}]"  # the setting tells apart same-named metrics
 
-        def metric(m: Any = m) -> None:
+        def metric(m: Any = m, mid: str = mid) -> None:
             from .resolve import resolve
 
             if m.check is None:
@@ -434,7 +434,7 @@ def _progress(total: int, enabled: bool) -> Any:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
         return None
-    return tqdm(total=total, unit="check", file=sys.stderr, leave=False)
+    return tqdm(total=total, unit="check", file=sys.stderr, leave=False, mininterval=0, miniters=1)
 
 
 def _record(check_id: str, status: str, store: bool) -> None:

@@ -44,8 +44,8 @@ def pair_key(m: Metric) -> tuple[str, str, str]:
 
 
 def record_key(m: Metric) -> str:
-    """A measured value's key in the store (a reproduced metric is also identified by its variant)."""
-    return f"{m.name}@{m.dataset}/{m.variant}{setting_key(m.setting) if m.setting else ''}"
+    """A measured value's key in the store and its check id: ``name@dataset/variant[,key=value...]``."""
+    return f"{m.name}@{m.dataset}/{m.variant}" + "".join(f",{k}={v}" for k, v in sorted(m.setting.items()))
 
 
 def environment(device: str = "cpu") -> dict[str, Any]:
@@ -132,4 +132,6 @@ def rows(spec: Spec, measured: dict[str, dict[str, Any]] | None = None) -> list[
             row.reproduced.append(m)
             if record_key(m) in measured:
                 row.measured.append(measured[record_key(m)])
-    return list(out.values())
+    order = {name: i for i, name in enumerate(dict.fromkeys(m.name for m in spec.metrics))}
+    # same-named metrics together (the paper's on its datasets, ours on ours), first-appearance order
+    return sorted(out.values(), key=lambda r: order[r.name])

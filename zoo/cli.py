@@ -23,6 +23,7 @@ EPILOG = """examples:
   zoo validate my-method.yaml
   zoo check my-method.yaml          # conformance suite on one spec
   zoo check --all
+  zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
   zoo schema > zoo-spec.schema.json
 """
 
@@ -213,6 +214,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Every metric of a spec: the paper's number beside ours (spec value and the last `zoo check`)."""
+    from registry.metrics_store import rows
+    from zoo.metrics_report import plot, table
+
+    names = [args.name] if args.name else zoo.list()
+    if args.plot and len(names) != 1:
+        raise ZooError("zoo metrics --plot: name one spec")
+    report = []
+    for n in names:
+        s = zoo.spec(n)
+        spec_rows = rows(s)
+        if args.json:
+            report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
+        else:
+            print(f"{s.name}: {s.title}")
+            for line in table(s, spec_rows):
+                print("  " + line)
+        if args.plot:
+            print(f"wrote {plot(s, args.plot, spec_rows)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report if not args.name else report[0], indent=2, default=str))
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     import platform
     from importlib.metadata import PackageNotFoundError, version
@@ -285,6 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
     s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
 
+    s = sub.add_parser("metrics", help="paper vs measured: every metric of a spec, paired by name + dataset + setting")
+    s.add_argument("name", nargs="?", help="spec name or spec file (default: every spec)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--plot", metavar="OUT.png", help="write a PNG: paper, ours and the last measurement per metric")
+
     sub.add_parser("schema", help="print the spec JSON Schema")
     sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
     return p
@@ -301,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return cmd_run(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
-                   "check": cmd_check, "doctor": cmd_doctor}[args.command]
+                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:
