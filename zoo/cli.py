@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import zoo
@@ -21,6 +22,7 @@ EPILOG = """examples:
   zoo run poe-bridge --prompt "12+34="
   zoo run f-dpmsolver --nfe 10 --out samples.png
   zoo validate my-method.yaml
+  zoo new my-sampler --template sampler   # a plugin package that passes zoo check
   zoo check my-method.yaml          # conformance suite on one spec
   zoo check --all
   zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
@@ -239,6 +241,21 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    """Scaffold a third-party method package that passes `zoo check` as generated."""
+    from zoo.scaffold import names, scaffold
+
+    files = scaffold(args.name, args.template, args.dir)
+    root = Path(args.dir) / args.name
+    pkg = names(args.name)["__PKG__"]
+    print(f"wrote {len(files)} files under {root}/")
+    for f in files:
+        print(f"  {f.relative_to(root)}")
+    print(f"next: cd {root} && pip install -e . && zoo check {args.name}\n"
+          f"  (or without installing: ZOO_ALLOWED_PACKAGES={pkg} PYTHONPATH=. zoo check {pkg}/specs/{args.name}.yaml)")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     import platform
     from importlib.metadata import PackageNotFoundError, version
@@ -316,6 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", metavar="OUT.png", help="write a PNG: paper, ours and the last measurement per metric")
 
+    s = sub.add_parser("new", help="scaffold a method package (spec, procedure, invariants, tests) that passes zoo check")
+    s.add_argument("name", help="kebab-case spec name; the package is its snake_case form")
+    s.add_argument("--template", choices=["sampler", "recipe"], default="sampler")
+    s.add_argument("--dir", default=".", help="create NAME/ in this folder (default: here)")
+
     sub.add_parser("schema", help="print the spec JSON Schema")
     sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
     return p
@@ -332,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return cmd_run(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
-                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics}[args.command]
+                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:
