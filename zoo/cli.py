@@ -26,6 +26,7 @@ EPILOG = """examples:
   zoo check my-method.yaml          # conformance suite on one spec
   zoo check --all
   zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
+  zoo bench f-dpmsolver --quick     # the method's benchmark (from an installed wheel too)
   zoo schema > zoo-spec.schema.json
 """
 
@@ -241,6 +242,22 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
+    """Run the method's benchmark (the spec's ``bench:`` target, resolved through the allowlist)."""
+    from registry.loader import locate
+    from registry.resolve import resolve
+
+    e = zoo.entry(args.name)
+    s = zoo.spec(args.name)
+    if s.bench is None:
+        raise ZooError(f"{s.name} declares no benchmark (spec field bench:); its metrics' command: lines say how they were measured")
+    fn = resolve(s.bench, locate(str(e.path), "bench"))
+    argv = (["--quick"] if args.quick else []) + extra
+    print(f"[zoo bench {s.name}: {s.bench}({argv})]", file=sys.stderr)
+    rc = fn(argv)
+    return int(rc or 0)
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     """Scaffold a third-party method package that passes `zoo check` as generated."""
     from zoo.scaffold import names, scaffold
@@ -333,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", metavar="OUT.png", help="write a PNG: paper, ours and the last measurement per metric")
 
+    s = sub.add_parser("bench", help="run a method's benchmark (its spec's bench: entry); extra arguments go to it",
+                       epilog="e.g. zoo bench f-dpmsolver --quick; zoo bench f-dpmsolver -- --help lists the benchmark's own options")
+    s.add_argument("name", help="spec name or spec file")
+    s.add_argument("--quick", action="store_true", help="a reduced run (seconds to a minute) that still prints the table")
+
     s = sub.add_parser("new", help="scaffold a method package (spec, procedure, invariants, tests) that passes zoo check")
     s.add_argument("name", help="kebab-case spec name; the package is its snake_case form")
     s.add_argument("--template", choices=["sampler", "recipe"], default="sampler")
@@ -346,13 +368,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "run":
+    if extra and args.command not in ("run", "bench"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         for path in args.specs:
             zoo.add_specs(path)
         if args.command == "run":
             return cmd_run(args, extra)
+        if args.command == "bench":
+            return cmd_bench(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
                    "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new}[args.command]
         return handler(args)
