@@ -10,8 +10,6 @@ import pytest
 
 from zoo.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
-
 PLUGIN = '''
 import json, sys
 from registry.contract import Procedure
@@ -79,9 +77,10 @@ def test_zoo_bench_errors_are_one_line(bench_spec: Path, tmp_path: Path, capsys:
 
 def test_zoo_bench_runs_the_f_dpmsolver_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The worked example: the F-DPMSolver benchmark lives in its package (no tools/ needed)."""
+    from test_cli_run_steps import TOY_SPEC
+
     spec = tmp_path / "f.yaml"
-    spec.write_text(f"extends: {ROOT / 'specs' / 'f-dpmsolver.yaml'}\nname: f-dpmsolver-with-bench\n"
-                    'bench: "zoo.methods.f_dpmsolver.benchmark:main"\n')
+    spec.write_text(TOY_SPEC.format(steps=10) + 'bench: "zoo.methods.f_dpmsolver.benchmark:main"\n')
     out_dir = tmp_path / "out"
     assert main(["bench", str(spec), "--quick", "--rows", "16", "--grids", "vp", "--mixtures", "gaussian",
                  "--out-dir", str(out_dir)]) == 0

@@ -13,7 +13,21 @@ import pytest
 import zoo
 from zoo.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+TOY_SPEC = """
+name: my-f-ddim
+title: F-DDIM with a chosen step count on the exact mixture
+task: unconditional-sampling
+implementation: zoo.methods.f_dpmsolver
+models:
+  denoiser:
+    kind: vp-diffusion-model
+    variants:
+      toy: {{source: zoo, factory: "zoo.common.gmm:analytic_model", config: {{mixture: gmm3}}}}
+samplers: {{f-ddim: {{target: "zoo.methods.f_dpmsolver:FDPMSolverSampler", params: {{num_inference_steps: {steps}}}}}}}
+default: f-ddim
+variants: [toy]
+hardware: {{toy: {{accelerator: cpu, dtypes: [float64]}}}}
+"""
 
 
 @pytest.fixture
@@ -38,8 +52,7 @@ def _calls(pipe: Any) -> int:
 def test_zoo_run_uses_the_spec_step_count_when_nfe_is_not_given(tmp_path: Path, captured_pipes: list[Any], capsys: pytest.CaptureFixture[str], steps: int) -> None:
     """A spec asking for `steps` steps runs `steps` model calls per sample batch (not the CLI's old default 10)."""
     spec = tmp_path / "my-f-ddim.yaml"
-    spec.write_text(f"extends: {ROOT / 'specs' / 'f-dpmsolver.yaml'}\nname: my-f-ddim\n"
-                    f"samplers: {{f-ddim: {{params: {{num_inference_steps: {steps}}}}}}}\n")
+    spec.write_text(TOY_SPEC.format(steps=steps))
     assert main(["run", str(spec), "--variant", "toy", "--n", "8"]) == 0
     assert f"NFE={steps}, steps={steps}" in capsys.readouterr().out
     # one run of the sampler (the report draws its samples once) = `steps` model calls
