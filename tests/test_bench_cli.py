@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
+from test_check_failure_report import echo_spec, write_plugin
 
 from zoo.cli import main
 
@@ -29,27 +29,10 @@ def bench_main(argv):
     return 3 if "--fail" in argv else 0
 '''
 
-SPEC = """
-name: bench-demo
-title: A spec with a benchmark
-task: demo
-implementation: zoo_bench_demo
-samplers: {echo: {target: "zoo_bench_demo:Echo"}}
-default: echo
-variants: [toy]
-hardware: {toy: {accelerator: cpu}}
-"""
-
-
 @pytest.fixture
 def bench_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "zoo_bench_demo").mkdir()
-    (tmp_path / "zoo_bench_demo" / "__init__.py").write_text(textwrap.dedent(PLUGIN))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", "zoo_demo_plugin,zoo_bench_demo")
-    spec = tmp_path / "bench-demo.yaml"
-    spec.write_text(SPEC + 'bench: "zoo_bench_demo:bench_main"\n')
-    return spec
+    return write_plugin(tmp_path, monkeypatch, "zoo_bench_demo", PLUGIN,
+                        echo_spec("bench-demo", "zoo_bench_demo", 'bench: "zoo_bench_demo:bench_main"\n'))
 
 
 def test_zoo_bench_calls_the_spec_bench_with_quick_and_extra_args(bench_spec: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,11 +47,11 @@ def test_zoo_bench_calls_the_spec_bench_with_quick_and_extra_args(bench_spec: Pa
 
 def test_zoo_bench_errors_are_one_line(bench_spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     none = tmp_path / "no-bench.yaml"
-    none.write_text(SPEC)
+    none.write_text(echo_spec("bench-demo", "zoo_bench_demo"))
     assert main(["bench", str(none)]) == 2
     assert "declares no benchmark" in capsys.readouterr().err
     evil = tmp_path / "evil.yaml"
-    evil.write_text(SPEC + 'bench: "os:system"\n')
+    evil.write_text(echo_spec("bench-demo", "zoo_bench_demo", 'bench: "os:system"\n'))
     assert main(["validate", str(evil)]) == 2
     assert "bench: 'os:system' is not allowed" in capsys.readouterr().err
     assert main(["bench", str(evil)]) == 2

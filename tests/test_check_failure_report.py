@@ -39,29 +39,28 @@ def fails_two_ways(x):
     assert x < 100, f"x={x} is not below 100"
 '''
 
-SPEC = """
-name: failing-invariants
-title: Deliberately failing invariants
-task: demo
-implementation: zoo_failing_plugin
-samplers: {echo: {target: "zoo_failing_plugin:Echo"}}
-default: echo
-variants: [toy]
-hardware: {toy: {accelerator: cpu}}
-invariants: [stays-small, fails-two-ways]
-"""
+def echo_spec(name: str, pkg: str, extra: str = "") -> str:
+    """A minimal spec whose implementation is the temporary plugin ``pkg`` (with an ``Echo`` procedure)."""
+    return (f"name: {name}\ntitle: {name}\ntask: demo\nimplementation: {pkg}\n"
+            f'samplers: {{echo: {{target: "{pkg}:Echo"}}}}\ndefault: echo\nvariants: [toy]\n'
+            f"hardware: {{toy: {{accelerator: cpu}}}}\n{extra}")
+
+
+def write_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pkg: str, code: str, spec_text: str) -> Path:
+    """Write package ``pkg`` (one ``__init__``) and a spec into ``tmp_path``; make it importable and allowed."""
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text(textwrap.dedent(code))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", f"zoo_demo_plugin,{pkg}")
+    spec = tmp_path / f"{pkg}.yaml"
+    spec.write_text(spec_text)
+    return spec
 
 
 @pytest.fixture
 def failing_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    pkg = tmp_path / "zoo_failing_plugin"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent(PLUGIN))
-    spec = tmp_path / "failing.yaml"
-    spec.write_text(SPEC)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", "zoo_demo_plugin,zoo_failing_plugin")
-    return spec
+    return write_plugin(tmp_path, monkeypatch, "zoo_failing_plugin", PLUGIN,
+                        echo_spec("failing-invariants", "zoo_failing_plugin", "invariants: [stays-small, fails-two-ways]\n"))
 
 
 def _assert_reports_examples(out: str) -> None:
