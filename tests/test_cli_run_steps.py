@@ -37,15 +37,18 @@ def captured_pipes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     real = zoo.load
 
     def load(*args: Any, **kwargs: Any) -> Any:
-        pipes.append(real(*args, **kwargs))
-        return pipes[-1]
+        pipe = real(*args, **kwargs)
+        pipe.calls_before_run = len(pipe.procedure.model.call_log)  # built models may be cached and shared
+        pipes.append(pipe)
+        return pipe
 
     monkeypatch.setattr(zoo, "load", load)
     return pipes
 
 
 def _calls(pipe: Any) -> int:
-    return len(pipe.procedure.model.call_log)
+    """Model calls made since `zoo run` built the pipeline."""
+    return len(pipe.procedure.model.call_log) - pipe.calls_before_run
 
 
 @pytest.mark.parametrize("steps", [7, 20])
