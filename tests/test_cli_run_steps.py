@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import zoo
@@ -70,3 +71,22 @@ def test_zoo_run_param_overrides_the_spec_and_nfe_overrides_both(captured_pipes:
     assert main(["run", "ddim", "--n", "8", "--param", "num_inference_steps=7", "--nfe", "5"]) == 0
     assert "NFE=5, steps=5" in capsys.readouterr().out
     assert _calls(captured_pipes[-1]) == 5
+
+
+@pytest.mark.parametrize("given,expected", [({}, (17, 6)), ({"topics": "4"}, (4, 6)), ({"top_words": "3"}, (17, 3))])
+def test_sae_tm_cli_options_default_to_the_spec_params(given: dict[str, str], expected: tuple[int, int]) -> None:
+    """`zoo run sae-tm` without --topics/--top-words uses the spec's n_topics/top_words (it used 10/10)."""
+    from zoo.methods.sae_tm.pipeline import SAETopicModel
+
+    proc = SAETopicModel.__new__(SAETopicModel)  # no models needed: the call itself is recorded
+    proc.params = SAETopicModel.Params(n_topics=17, top_words=6)
+    seen: dict[str, Any] = {}
+
+    def fake_call(**kwargs: Any) -> dict[str, Any]:
+        seen.update(kwargs)
+        return {"n_docs": 1, "vocab_size": 1, "n_valid_atoms": 1, "cluster_mass": np.zeros(0), "topics": []}
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(SAETopicModel, "__call__", lambda self, **kw: fake_call(**kw))
+        proc.run_cli(proc.CliInputs(**given), seed=0)
+    assert (seen["n_topics"], seen["top_words"]) == expected
