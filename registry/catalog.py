@@ -190,6 +190,31 @@ class _IndexCache:
             pass
 
 
+def package_dirs(module: str) -> list[str]:
+    """The folders of package ``module`` ("pkg.specs"), found on ``sys.path`` without importing it or
+    its parents: ``importlib.util.find_spec("pkg.specs")`` imports ``pkg`` (its ``__init__`` may
+    import torch), which made ``zoo list`` take 10-16 s with a plugin installed."""
+    import sys
+    from importlib.machinery import PathFinder
+    from importlib.util import find_spec
+
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return list(getattr(loaded, "__path__", []) or [])
+    top, *rest = module.split(".")
+    try:
+        found = find_spec(top)  # a top-level name is located, not imported (any finder: editable installs too)
+    except (ImportError, ValueError):
+        return []
+    for part in rest:
+        if found is None or found.submodule_search_locations is None:
+            return []
+        found = PathFinder.find_spec(part, list(found.submodule_search_locations))
+    if found is None or found.submodule_search_locations is None:
+        return []
+    return list(found.submodule_search_locations)
+
+
 def _natural(s: str) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
@@ -215,12 +240,9 @@ class Catalog:
     def _sources(self) -> list[tuple[Path, str]]:
         out: list[tuple[Path, str]] = []
         from importlib.metadata import entry_points
-        from importlib.util import find_spec
 
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
-            found = find_spec(ep.value)
-            locations = list(found.submodule_search_locations or []) if found else []
-            for loc in locations:
+            for loc in package_dirs(ep.value):
                 out.append((Path(loc), f"entry point {ep.name} ({ep.value})"))
         for raw in os.environ.get("ZOO_SPECS_PATH", "").split(os.pathsep):
             if raw.strip():

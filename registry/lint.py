@@ -33,6 +33,7 @@ def lint(spec: Spec, file: str | Path) -> list[SpecError]:
             target(proc.target, f"{section}.{name}.target")
     for i, metric in enumerate(spec.metrics):
         target(metric.check, f"metrics.{i}.check")
+    target(spec.bench, "bench")
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"
