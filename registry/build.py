@@ -218,10 +218,12 @@ def build_model(
         except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
             raise BuildError(f"factory {source.factory} failed with this config: {_one_line(exc)}", sub("config")) from exc
         if source.weights is not None:
-            _load_safetensors(obj, spec_dir / source.weights, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
+            path = local_path(source.weights, spec_dir, sub("weights"), allow_outside_paths, "weights")
+            _load_safetensors(obj, path, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
         return _place(obj, device, want_dtype)
     if isinstance(source, TimmSource):
-        return _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub)
+        return _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
+                           allow_outside=allow_outside_paths)
     assert isinstance(source, HubSource)
     cls = library_class(source.source, source.model_class, loc)
     if source.trust_remote_code and not trust_remote_code:
@@ -259,22 +261,29 @@ def _hub_or_local_id(model_id: str, spec_dir: Path, loc: Location, allow_outside
     folder (never the working directory) and kept inside it unless the caller allows more."""
     if looks_remote(model_id):
         return model_id
+    return str(local_path(model_id, spec_dir, loc, allow_outside, "local model"))
+
+
+def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
+    """``rel`` (relative, absolute or ``~``) resolved against the spec's folder; outside that
+    folder tree only if the caller allows it (argument, else ``ZOO_ALLOW_OUTSIDE_SPEC_DIR``)."""
     base = spec_dir.resolve()
-    path = (base / Path(model_id).expanduser()).resolve()
+    path = (base / Path(rel).expanduser()).resolve()
     allowed = outside_paths_allowed() if allow_outside is None else allow_outside
     if not allowed and path != base and base not in path.parents:
         raise BuildError(
-            f"local model {model_id!r} resolves to {path}, outside the spec's folder {base} "
+            f"{what} {rel!r} resolves to {path}, outside the spec's folder {base} "
             f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
         )
-    return str(path)
+    return path
 
 
 #: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
 _TIMM_FORBIDDEN = ("checkpoint_path", "pretrained_cfg", "pretrained_cfg_overlay", "cache_dir")
 
 
-def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: Any, loc: Location, sub: Any) -> Any:
+def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: Any, loc: Location, sub: Any,
+                allow_outside: bool | None = None) -> Any:
     """``timm.create_model`` with architecture kwargs only; local weights through the same strict
     safetensors loader as zoo factories; ``pretrained: true`` refused offline (it downloads)."""
     from .spec import TIMM_KWARGS
@@ -292,7 +301,8 @@ def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: 
     except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
         raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
     if source.weights is not None:
-        _load_safetensors(model, spec_dir / source.weights, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
+        path = local_path(source.weights, spec_dir, sub("weights"), allow_outside, "weights")
+        _load_safetensors(model, path, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
     return _place(model, device, want_dtype)
 
 

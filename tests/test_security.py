@@ -345,6 +345,20 @@ def test_relative_local_id_resolves_against_the_spec_folder(tiny_folder: Path, t
     assert build_model(outside, spec_dir=spec_dir, allow_outside_paths=True).config.model_type == "qwen2"
 
 
+def test_weights_outside_the_spec_folder_need_the_caller(tmp_path: Path) -> None:
+    import shutil
+
+    (tmp_path / "specs").mkdir()
+    shutil.copy(DEMO_WEIGHTS, tmp_path / "w.safetensors")
+    from registry.build import sha256_file
+
+    src = ZooSource(source="zoo", factory="zoo_demo_plugin:build_affine", weights="../w.safetensors",
+                    sha256=sha256_file(DEMO_WEIGHTS))
+    with pytest.raises(BuildError, match="outside the spec's folder"):
+        build_model(src, spec_dir=tmp_path / "specs")
+    assert build_model(src, spec_dir=tmp_path / "specs", allow_outside_paths=True) is not None
+
+
 # ----------------------------------------------------------------------------- 9. build/run failures
 @pytest.mark.parametrize("config,field,match", [
     ("{dim: 2, bogus: 1}", "config.bogus", "unknown parameter"),
