@@ -472,3 +472,16 @@ def test_a_failing_pipeline_call_is_one_line_run_error() -> None:
     with pytest.raises(RunError, match=r"demo-gaussian \(gaussian\) failed: TypeError") as exc:
         pipe(seed=0, noise="not a tensor")
     assert "\n" not in str(exc.value)
+
+
+def test_a_plugin_entry_point_naming_a_denied_package_is_ignored_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata as md
+
+    import registry.resolve as rr
+
+    fake = md.EntryPoint(name="evil", value="pickle", group=rr.PLUGIN_GROUP)
+    monkeypatch.setattr(md, "entry_points", lambda group=None: [fake] if group == rr.PLUGIN_GROUP else [])
+    monkeypatch.setattr(rr, "_plugins_loaded", False)
+    with pytest.warns(UserWarning, match="entry point 'evil' ignored.*'pickle' may not be allowed"):
+        allowed = rr.allowed_packages()
+    assert "pickle" not in allowed
