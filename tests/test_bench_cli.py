@@ -12,7 +12,7 @@ from zoo.cli import main
 
 PLUGIN = '''
 import json, sys
-from registry.contract import Procedure
+from registry.contract import Procedure, benchmark
 
 CALLS = []
 
@@ -22,6 +22,7 @@ class Echo(Procedure):
         return seed
 
 
+@benchmark
 def bench_main(argv):
     """A benchmark: records its argv, prints a table line, exits 3 when asked."""
     CALLS.append(list(argv))

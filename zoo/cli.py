@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import zoo
-from registry.errors import SpecErrors, ZooError, printable
+from registry.errors import RunError, SpecErrors, ZooError, printable
 
 EPILOG = """examples:
   zoo list --task text-generation
@@ -153,7 +153,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.paths:
         try:
             s = load_spec_file(path)
-            problems = lint(s, path)
+            problems = lint(s, path, resolve=True)
             if problems:
                 raise SpecErrors(problems)
             print(printable(f"{path}: ok ({s.name})"))
@@ -199,10 +199,13 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     elif options:
         raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
     try:
-        text = proc.run_cli(inputs, args.seed)
-    except OSError as exc:  # an output file that cannot be written
-        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        raise ZooError(f"{pipe.default}: cannot write{where}: {exc.strerror or exc}") from None
+        text = pipe.run_cli(inputs, args.seed)
+    except RunError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, OSError):  # an output file that cannot be written
+            where = f": {cause.filename}" if getattr(cause, "filename", None) else ""
+            raise ZooError(f"{pipe.default}: cannot write{where}: {cause.strerror or cause}") from None
+        raise
     print(text)
     print(printable(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
                     f"{time.perf_counter() - t0:.1f}s]"), file=sys.stderr)
@@ -221,7 +224,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         # a spec that does not validate stops here: its one-line error, exit 2 (see main)
         targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype), debug=args.debug, record=not args.no_record)
+                    target=Target(args.device, args.dtype), debug=args.debug, record=not args.no_record,
+                    allow_remote_code_stub=args.allow_remote_code_stub)
     return 0 if ok else 1
 
 
@@ -259,7 +263,7 @@ def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
     s = zoo.spec(args.name)
     if s.bench is None:
         raise ZooError(f"{s.name} declares no benchmark (spec field bench:); its metrics' command: lines say how they were measured")
-    fn = resolve(s.bench, locate(str(e.path), "bench"))
+    fn = resolve(s.bench, locate(str(e.path), "bench"), kind="benchmark")
     argv = (["--quick"] if args.quick else []) + extra
     print(f"[zoo bench {s.name}: {s.bench}({argv})]", file=sys.stderr)
     rc = fn(argv)
@@ -352,6 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--only", help="run only checks whose id contains this text")
     s.add_argument("--device", default="cpu", help="run the CPU variants on this device (e.g. cuda on a GPU machine)")
     s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"], help="build the CPU variants in this dtype")
+    s.add_argument("--allow-remote-code-stub", action="store_true",
+                   help="load trust_remote_code roles from a code-free tiny checkpoint with trust_remote_code=True "
+                        "(your consent; without it those checks SKIP). CI does not pass it")
     s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
     s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
 
