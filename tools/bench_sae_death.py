@@ -46,6 +46,7 @@ def main() -> None:
     ap.add_argument("--train", action="store_true", help="also run the training-dynamics table (~12 min on 1 thread)")
     ap.add_argument("--steps", type=int, default=1800, help="training steps (default 1800)")
     ap.add_argument("--inits", default="zeros,mean,zeros+auxk", help="b_dec inits to train (default zeros,mean,zeros+auxk)")
+    ap.add_argument("--magnitudes", default="0,40,160", help="injected outlier magnitudes to train at (default 0,40,160)")
     ap.add_argument("--plot", default=str(ROOT / "docs/methods/sae-feature-death.png"), help="PNG output path")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -114,7 +115,7 @@ def _train(args: argparse.Namespace, enc: object, CentredTraining: type) -> None
     tr = CentredTraining(models={"encoder": enc}, params=CentredTraining.Params(steps=args.steps, dec_init=args.dec_init),
                          device="cpu", dtype=None)
     t0 = time.time()
-    out = tr(seed=0, magnitudes=[0.0, 40.0, 160.0], b_dec_inits=args.inits.split(","), progress=True)
+    out = tr(seed=0, magnitudes=[float(v) for v in args.magnitudes.split(",")], b_dec_inits=args.inits.split(","), progress=True)
     cfg = out["config"]
     print(f"\nTraining dynamics: TopK F={cfg['n_features']} k={cfg['k']}, Adam lr {cfg['lr']}, batch 256, "
           f"{cfg['steps']} steps, {cfg['n_train']} train / {cfg['n_eval']} eval tokens, dec_init={args.dec_init}")

@@ -249,7 +249,10 @@ class StreamSurvey(Procedure):
         gs = [r["gamma"] for r in rows]
 
         def rho(col: str) -> float:
-            return float(spearmanr(gs, [r[col] for r in rows]).statistic) if len(rows) > 2 else float("nan")
+            ys = [r[col] for r in rows]
+            if len(rows) < 3 or len(set(ys)) < 2 or len(set(gs)) < 2:
+                return float("nan")  # undefined: e.g. no stream has a dead-by-ReLU feature
+            return float(spearmanr(gs, ys).statistic)
 
         return {"rows": rows, "n_tokens": int(acts[mods[0]].shape[0]), "spearman_total": rho("dead_total"),
                 "spearman_relu": rho("dead_relu"), "config": {"n_features": F, "k": kk, "preprocessings": preps}}

@@ -6,24 +6,28 @@ demo, the 37 native sub-layer streams (:class:`StreamSurvey`, slow), the injecte
 report on layer 3 (cheap) and the training dynamics (slow)."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 CHECK_TOKENS = 4096  # cheap checks: the first 4096 tokens (the full table uses 20,000)
 
 
+@lru_cache(maxsize=1)
+def _demo() -> dict:
+    from .demo import demo_table
+
+    return demo_table()
+
+
 def demo_dead_total(pipeline: Any) -> float:
     """Total dead fraction at the standard init in the authors' synthetic demo (their data
     stream, their nn.Linear init, seed 0): published 234 / 256 = 91.4 %."""
-    from .demo import demo_table
-
-    return demo_table()["standard"][2] / 256
+    return _demo()["standard"][2] / 256
 
 
 def demo_dead_relu(pipeline: Any) -> float:
     """Dead-by-ReLU fraction in the authors' demo (published 103 / 256 = 40.2 %)."""
-    from .demo import demo_table
-
-    return demo_table()["standard"][0] / 256
+    return _demo()["standard"][0] / 256
 
 
 def _survey(pipeline: Any) -> dict:
