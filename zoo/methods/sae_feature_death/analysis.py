@@ -188,7 +188,8 @@ class StreamSurvey(Procedure):
     gamma (post-LN) and gamma_raw, effective rank, dead-by-ReLU / dead-by-TopK at the standard
     init (b_dec = 0), the closed-form predictions, and total death after mean-centring and after
     PCA whitening. Returns ``rows`` and the Spearman correlations of gamma with init death
-    (``spearman_total``, ``spearman_relu``; the paper: 0.89 / 0.82 across 454 model-layers)."""
+    (``spearman_total``, ``spearman_relu``; the paper: 0.89 / 0.82 across 454 model-layers;
+    ``None`` where undefined, e.g. when no stream has a dead-by-ReLU feature)."""
 
     kind = "analysis"
 
@@ -248,10 +249,10 @@ class StreamSurvey(Procedure):
             rows.append(row)
         gs = [r["gamma"] for r in rows]
 
-        def rho(col: str) -> float:
+        def rho(col: str) -> float | None:
             ys = [r[col] for r in rows]
             if len(rows) < 3 or len(set(ys)) < 2 or len(set(gs)) < 2:
-                return float("nan")  # undefined: e.g. no stream has a dead-by-ReLU feature
+                return None  # undefined: e.g. no stream has a dead-by-ReLU feature
             return float(spearmanr(gs, ys).statistic)
 
         return {"rows": rows, "n_tokens": int(acts[mods[0]].shape[0]), "spearman_total": rho("dead_total"),
@@ -276,8 +277,11 @@ def format_survey(rep: dict[str, Any]) -> str:
         lines.append(f"{r['stream']:36s} | {r['d']:4d} | {r['gamma']:6.2f} | {r['gamma_raw']:6.2f} | {r['effective_rank']:6.1f} | "
                      f"{100 * r['dead_relu']:5.1f} | {100 * r['dead_topk']:5.1f} | {100 * r['dead_total']:6.1f} | "
                      f"{100 * r['pred_total']:5.1f} | " + " | ".join(f"{100 * r[f'dead_total_{p}']:10.1f} " for p in preps))
-    lines.append(f"Spearman(gamma, init death) over {len(rep['rows'])} streams: total {rep['spearman_total']:.3f}, "
-                 f"ReLU {rep['spearman_relu']:.3f} (paper, 454 model-layers: 0.89 TopK / 0.82 ReLU)")
+    def fmt(v: float | None) -> str:
+        return "undefined (constant)" if v is None else f"{v:.3f}"
+
+    lines.append(f"Spearman(gamma, init death) over {len(rep['rows'])} streams: total {fmt(rep['spearman_total'])}, "
+                 f"ReLU {fmt(rep['spearman_relu'])} (paper, 454 model-layers: 0.89 TopK / 0.82 ReLU)")
     return "\n".join(lines)
 
 

@@ -46,7 +46,8 @@ def _stream(pipeline: Any, name: str) -> dict:
 
 def streams_spearman_gamma_total_death(pipeline: Any) -> float:
     """Spearman(gamma, total init death) over MiniLM's 37 native sub-layer streams (paper: 0.89)."""
-    return _survey(pipeline)["spearman_total"]
+    rho = _survey(pipeline)["spearman_total"]
+    return float("nan") if rho is None else rho
 
 
 def ffn_out_l5_dead_after_centring(pipeline: Any) -> float:
