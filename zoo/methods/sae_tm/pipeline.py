@@ -90,9 +90,9 @@ class SAETopicModel(Procedure):
             "paper", description="stage-3 reading: paper (sparsified rows, 10 k-means inits) or repository "
                                  "(unsparsified rows, one init as in sae_to_topic.py)")
 
-    class CliInputs(BaseCliInputs):
-        topics: int = 10
-        top_words: int = 10
+    class CliInputs(BaseCliInputs):  # None = not given: the spec's (or --param's) value stands
+        topics: int | None = Field(None, ge=1, description="number of topics (default: the spec's n_topics)")
+        top_words: int | None = Field(None, ge=1, description="words per topic (default: the spec's top_words)")
 
     def __init__(self, models: Any, params: Any, device: Any = "cpu", dtype: Any = None):
         super().__init__(models, params, device, dtype)
@@ -171,8 +171,8 @@ class SAETopicModel(Procedure):
         return {"texts": default_corpus(12), "n_topics": 3, "epochs": 3}
 
     def run_cli(self, inputs: Any, seed: int) -> str:
-        n = inputs.topics if inputs is not None else self.params.n_topics
-        tw = inputs.top_words if inputs is not None else self.params.top_words
+        n = self.params.n_topics if inputs is None or inputs.topics is None else inputs.topics
+        tw = self.params.top_words if inputs is None or inputs.top_words is None else inputs.top_words
         out = self(seed=seed, n_topics=n, top_words=tw, progress=True)
         lines = [f"SAE-TM: {out['n_docs']} passages of lee_background.cor, vocabulary {out['vocab_size']}, "
                  f"{out['n_valid_atoms']} atoms merged into {n} topics"]
