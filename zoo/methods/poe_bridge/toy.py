@@ -8,7 +8,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from zoo.common.masked_dlm import TinyMaskedLM
 from zoo.common.toy_text import ArithTokenizer
+
+__all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm"]
 
 TOY_MAX_NEW_TOKENS = 40  # answer (33 tokens for 3 digits) + EOS padding, the DLM's training length
 AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
@@ -32,31 +35,8 @@ def build_ar(digits: int = 3, **config) -> nn.Module:
     return model
 
 
-class TinyMaskedLM(nn.Module):
-    """A bidirectional Transformer encoder that predicts every position's token (MDLM/LLaDA-style
-    mask predictor; no time input, as LLaDA). ``forward(ids) -> logits [B, L, V]``."""
-
-    shift_logits = False
-
-    def __init__(self, vocab_size: int, mask_token_id: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 d_ff: int = 192, max_len: int = 64):
-        super().__init__()
-        self.mask_token_id = mask_token_id
-        self.tok = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(max_len, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=True,
-                                           activation="gelu")
-        self.encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size, bias=False)
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
-        h = self.tok(input_ids) + self.pos(pos)[None]
-        return self.head(self.norm(self.encoder(h)))
-
-
 def build_dlm(digits: int = 3, **config) -> nn.Module:
+    """Tiny :class:`~zoo.common.masked_dlm.TinyMaskedLM` (no time input) over the toy tokenizer."""
     tok = ArithTokenizer(digits)
     cfg = dict(DLM_CONFIG)
     cfg.update(config)
