@@ -45,3 +45,32 @@ def build_dlm(digits: int = 3, **config) -> nn.Module:
     model.zoo_max_new_tokens = TOY_MAX_NEW_TOKENS
     model.zoo_tokenizer = tok
     return model
+
+
+def build_dlm_qwen2(digits: int = 3, **config) -> nn.Module:
+    """The ``toy-equal`` proposal: a *bidirectional* Qwen2 of exactly the AR target's width and depth
+    (:data:`AR_CONFIG`), read as a mask predictor (no shift, mask id ``<mask>``), so that one DLM forward
+    and one AR forward cost the same, as Dream-7B and Qwen2.5-7B do in the paper.
+
+    Bidirectional attention: ``Qwen2Config(is_causal=False)`` (transformers' bidirectional-mask path for
+    decoder-only models) and every attention module's ``is_causal`` flag off (SDPA would otherwise apply a
+    causal mask when no explicit mask is built). Trained by ``tools/train_poe_bridge_equal.py``.
+    """
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tok = ArithTokenizer(digits)
+    cfg = dict(AR_CONFIG)
+    cfg.update(config)
+    conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                       pad_token_id=tok.pad_token_id, tie_word_embeddings=True, is_causal=False,
+                       mask_token_id=tok.mask_token_id, **cfg)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(conf).eval()
+    for module in model.modules():
+        if hasattr(module, "is_causal"):
+            module.is_causal = False
+    model.mask_token_id = tok.mask_token_id
+    model.shift_logits = False
+    model.zoo_max_new_tokens = TOY_MAX_NEW_TOKENS
+    model.zoo_tokenizer = tok
+    return model
