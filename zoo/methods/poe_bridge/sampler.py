@@ -25,7 +25,12 @@ Departures (documented in docs/methods/poe-bridge.md):
 * the repository force-accepts the first token when a draft contains EOS; here an accepted EOS simply
   ends the block (the rule stays exact);
 * the AR cache always holds ``committed - 1`` positions (the last committed token is re-fed), so no
-  "remembered bonus logit" is needed.
+  "remembered bonus logit" is needed;
+* ``top_p_order``: the nucleus is taken on the tempered draft law (default) or, as the repository's
+  ``sample_with_gumbel`` does, on the untempered DLM logits before the lane temperature
+  (``before_temperature``, used by the ``poe-bridge-repo`` sampler); see :func:`zoo.common.discrete.draft_logits`.
+
+Discrete sampling comes from :mod:`zoo.common.discrete`, the AR cache helpers from :mod:`zoo.common.ar_cache`.
 """
 from __future__ import annotations
 
