@@ -38,7 +38,11 @@ class ProcedureParams(BaseModel):
 
 
 class CliInputs(BaseModel):
-    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced)."""
+    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced).
+
+    An option that overrides a spec parameter (``--nfe`` for ``num_inference_steps``) defaults to
+    ``None`` = "not given", so the spec's value (and ``--param``) stand unless the user passes it.
+    """
 
     model_config = ConfigDict(extra="forbid")
 

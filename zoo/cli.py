@@ -6,14 +6,16 @@ shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import zoo
-from registry.errors import SpecErrors, ZooError
+from registry.errors import SpecErrors, ZooError, printable
 
 EPILOG = """examples:
   zoo list --task text-generation
@@ -21,8 +23,11 @@ EPILOG = """examples:
   zoo run poe-bridge --prompt "12+34="
   zoo run f-dpmsolver --nfe 10 --out samples.png
   zoo validate my-method.yaml
+  zoo new my-sampler --template sampler   # a plugin package that passes zoo check
   zoo check my-method.yaml          # conformance suite on one spec
   zoo check --all
+  zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
+  zoo bench f-dpmsolver --quick     # the method's benchmark (from an installed wheel too)
   zoo schema > zoo-spec.schema.json
 """
 
@@ -72,13 +77,15 @@ def _extra_options(extra: list[str]) -> dict[str, str]:
 def cmd_list(args: argparse.Namespace) -> int:
     names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
     cat = zoo.catalog()
-    headers = [cat.get(n).header or {} for n in names]
+    by_name = {e.name: e.header or {} for e in cat.entries()}  # the index's headers: no YAML parsed
+    headers = [by_name[n] for n in names]
     if args.json:
         print(json.dumps([{k: h[k] for k in ("name", "task", "title", "tags", "variants")} for h in headers], indent=2))
     else:
-        width = max([len(n) for n in names] + [4])
+        width = max([len(printable(n)) for n in names] + [4])
         for h in headers:
-            print(f"{h['name']:<{width}}  {h['task']:<22} {', '.join(h['variants']):<12} {h['title']}")
+            print(f"{printable(h['name']):<{width}}  {printable(h['task']):<22} "
+                  f"{printable(', '.join(h['variants'])):<12} {printable(h['title'])}")
     broken = cat.broken()
     for b in broken:
         print(f"BROKEN {b.error}", file=sys.stderr)
@@ -88,10 +95,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     e = zoo.entry(args.name)
     s = zoo.spec(args.name)
+
+    def print(line: str = "") -> None:  # noqa: A001 - every line shows spec text: escape it
+        builtins.print(printable(line))
     if args.yaml:
         import yaml
 
-        print(yaml.safe_dump(s.model_dump(mode="json", exclude_defaults=True), sort_keys=False, width=110), end="")
+        builtins.print(yaml.safe_dump(s.model_dump(mode="json", exclude_defaults=True), sort_keys=False, width=110), end="")
         return 0
     print(f"{s.name}: {s.title}")
     print(f"  file:            {e.path}  ({e.origin})")
@@ -146,7 +156,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             problems = lint(s, path)
             if problems:
                 raise SpecErrors(problems)
-            print(f"{path}: ok ({s.name})")
+            print(printable(f"{path}: ok ({s.name})"))
         except SpecErrors as exc:
             bad += 1
             for line in exc.lines():
@@ -181,14 +191,21 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         except ValidationError as exc:
             err = exc.errors(include_url=False)[0]
             field = "--" + ".".join(str(p) for p in err["loc"]).replace("_", "-")
-            msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"]
+            msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+            if err["type"] == "value_error":  # a validator's own message says what is expected
+                raise ZooError(f"{field}: {msg}") from None
             fields = ", ".join("--" + f.replace("_", "-") for f in cli_cls.model_fields)
             raise ZooError(f"{field}: {msg} (options of {pipe.default}: {fields or 'none'})") from None
     elif options:
         raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
-    print(proc.run_cli(inputs, args.seed))
-    print(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
-          f"{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
+    try:
+        text = proc.run_cli(inputs, args.seed)
+    except OSError as exc:  # an output file that cannot be written
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        raise ZooError(f"{pipe.default}: cannot write{where}: {exc.strerror or exc}") from None
+    print(text)
+    print(printable(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
+                    f"{time.perf_counter() - t0:.1f}s]"), file=sys.stderr)
     return 0
 
 
@@ -201,16 +218,67 @@ def cmd_check(args: argparse.Namespace) -> int:
     elif not args.names:
         raise ZooError("zoo check: name a spec (or a spec file), or pass --all")
     else:
-        targets = []
-        for n in args.names:
-            try:
-                targets.append(zoo.entry(n))
-            except ZooError as exc:
-                print(f"FAIL  {n}  validates: {exc}")
-                return 1
+        # a spec that does not validate stops here: its one-line error, exit 2 (see main)
+        targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype))
+                    target=Target(args.device, args.dtype), debug=args.debug, record=not args.no_record)
     return 0 if ok else 1
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Every metric of a spec: the paper's number beside ours (spec value and the last `zoo check`)."""
+    from registry.metrics_store import rows
+    from zoo.metrics_report import plot, table
+
+    names = [args.name] if args.name else zoo.list()
+    if args.plot and len(names) != 1:
+        raise ZooError("zoo metrics --plot: name one spec")
+    report = []
+    for n in names:
+        s = zoo.spec(n)
+        spec_rows = rows(s)
+        if args.json:
+            report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
+        else:
+            print(f"{s.name}: {s.title}")
+            for line in table(s, spec_rows):
+                print("  " + line)
+        if args.plot:
+            print(f"wrote {plot(s, args.plot, spec_rows)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report if not args.name else report[0], indent=2, default=str))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
+    """Run the method's benchmark (the spec's ``bench:`` target, resolved through the allowlist)."""
+    from registry.loader import locate
+    from registry.resolve import resolve
+
+    e = zoo.entry(args.name)
+    s = zoo.spec(args.name)
+    if s.bench is None:
+        raise ZooError(f"{s.name} declares no benchmark (spec field bench:); its metrics' command: lines say how they were measured")
+    fn = resolve(s.bench, locate(str(e.path), "bench"))
+    argv = (["--quick"] if args.quick else []) + extra
+    print(f"[zoo bench {s.name}: {s.bench}({argv})]", file=sys.stderr)
+    rc = fn(argv)
+    return int(rc or 0)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    """Scaffold a third-party method package that passes `zoo check` as generated."""
+    from zoo.scaffold import names, scaffold
+
+    files = scaffold(args.name, args.template, args.dir)
+    root = Path(args.dir) / args.name
+    pkg = names(args.name)["__PKG__"]
+    print(f"wrote {len(files)} files under {root}/")
+    for f in files:
+        print(f"  {f.relative_to(root)}")
+    print(f"next: cd {root} && pip install -e . && zoo check {args.name}\n"
+          f"  (or without installing: ZOO_ALLOWED_PACKAGES={pkg} PYTHONPATH=. zoo check {pkg}/specs/{args.name}.yaml)")
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -231,12 +299,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"threads     OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     print("specs:")
     cat = zoo.catalog()
+    broken = cat.broken()
     for e in cat.entries():
         s = e.spec
-        assert s is not None
+        if s is None:  # changed on disk since it was indexed
+            broken.append(e)
+            continue
         here = [v for v in s.variants if fits(s.hardware[v], m)[0]]
-        print(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})")
-    broken = cat.broken()
+        print(printable(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})"))
     for b in broken:
         print(f"  BROKEN {b.error}")
     return 1 if broken else 0
@@ -282,25 +352,80 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--only", help="run only checks whose id contains this text")
     s.add_argument("--device", default="cpu", help="run the CPU variants on this device (e.g. cuda on a GPU machine)")
     s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"], help="build the CPU variants in this dtype")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
+    s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
+
+    s = sub.add_parser("metrics", help="paper vs measured: every metric of a spec, paired by name + dataset + setting")
+    s.add_argument("name", nargs="?", help="spec name or spec file (default: every spec)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--plot", metavar="OUT.png", help="write a PNG: paper, ours and the last measurement per metric")
+
+    s = sub.add_parser("bench", help="run a method's benchmark (its spec's bench: entry); extra arguments go to it",
+                       epilog="e.g. zoo bench f-dpmsolver --quick; zoo bench f-dpmsolver -- --help lists the benchmark's own options")
+    s.add_argument("name", help="spec name or spec file")
+    s.add_argument("--quick", action="store_true", help="a reduced run (seconds to a minute) that still prints the table")
+
+    s = sub.add_parser("new", help="scaffold a method package (spec, procedure, invariants, tests) that passes zoo check")
+    s.add_argument("name", help="kebab-case spec name; the package is its snake_case form")
+    s.add_argument("--template", choices=["sampler", "recipe"], default="sampler")
+    s.add_argument("--dir", default=".", help="create NAME/ in this folder (default: here)")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
     sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
     return p
 
 
+class _EscapingStdout:
+    """``sys.stdout`` for the commands: every character that is not printable, except newlines
+    and tabs, is escaped (spec text in method or conformance output cannot drive the terminal)."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if not text.isprintable():
+            text = "\n".join("\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n"))
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit status: 0 ok, 1 a check failed, 2 bad input (one line on stderr)."""
+    stdout = sys.stdout
+    sys.stdout = _EscapingStdout(stdout)  # type: ignore[assignment]
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        # the reader went away (`zoo show x | head`): stop quietly; point stdout at /dev/null so
+        # the interpreter's final flush does not complain (the recipe of Python's signal docs)
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "run":
+    if extra and args.command not in ("run", "bench"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         for path in args.specs:
             zoo.add_specs(path)
         if args.command == "run":
             return cmd_run(args, extra)
+        if args.command == "bench":
+            return cmd_bench(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
-                   "check": cmd_check, "doctor": cmd_doctor}[args.command]
+                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:
