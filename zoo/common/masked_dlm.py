@@ -179,7 +179,7 @@ class TextSampler(Procedure):
     class Cli(CliInputs):
         prompt: str | None = None  # None: the tokenizer's first example prompt, else unconditional
         unconditional: bool = False  # BOS-only generation, num_samples rows
-        num_samples: int = 1
+        num_samples: int = Field(1, ge=1, le=100_000)
 
     CliInputs = Cli
 
