@@ -23,10 +23,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
-
 from zoo.common.digits import build_digits_dit, digits_split  # noqa: E402
-from zoo.common.training import EMA, add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint, setup_deterministic  # noqa: E402
+from zoo.common.training import EMA, add_check_argument, ddpm_eps_loss, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint, setup_deterministic  # noqa: E402
 
 NAME = "digits-dit.safetensors"
 
@@ -36,19 +34,12 @@ def train(args: argparse.Namespace, out_dir: Path) -> dict[str, Path]:
 
     g = setup_deterministic(args.seed)
     s = digits_split()
-    x_all, y_all = s.x_train, s.y_train
     model = build_digits_dit().train()
     ab = DDPMScheduler().alphas_cumprod
     opt, sched = adamw_one_cycle(model.parameters(), args.lr, args.steps, pct_start=0.05)
     ema = EMA(model, 0.999)
     for step in (bar := progress(range(args.steps), desc="digits-dit")):
-        idx = torch.randint(0, x_all.shape[0], (args.batch,), generator=g)
-        x0, y = x_all[idx], y_all[idx]
-        t = torch.randint(0, 1000, (args.batch,), generator=g)
-        eps = torch.randn(x0.shape, generator=g)
-        a = ab[t].sqrt()[:, None, None, None]
-        sd = (1 - ab[t]).sqrt()[:, None, None, None]
-        loss = ((model(a * x0 + sd * eps, timestep=t, class_labels=y).sample - eps) ** 2).mean()
+        loss = ddpm_eps_loss(model, s.x_train, ab, args.batch, g, labels=s.y_train)
         optimizer_step(model, opt, sched, loss, clip=1.0)
         ema.update(model, step)
         if step % 50 == 0:

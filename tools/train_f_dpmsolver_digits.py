@@ -19,10 +19,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-
 from zoo.common.digits import digits_images  # noqa: E402
-from zoo.common.training import EMA, add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint, setup_deterministic  # noqa: E402
+from zoo.common.training import EMA, add_check_argument, ddpm_eps_loss, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint, setup_deterministic  # noqa: E402
 from zoo.methods.f_dpmsolver.toy import build_digits_unet  # noqa: E402
 
 
@@ -52,13 +50,7 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     opt, lr_sched = adamw_one_cycle(model.parameters(), args.lr, args.steps, pct_start=0.05, weight_decay=0.0)
     ema = EMA(model, max_decay=0.999)
     for step in (bar := progress(range(args.steps), desc="train", mininterval=0.1)):
-        idx = torch.randint(0, data.shape[0], (args.batch,), generator=g)
-        x0 = data[idx]
-        t = torch.randint(0, 1000, (args.batch,), generator=g)
-        eps = torch.randn(x0.shape, generator=g)
-        a = ab[t].sqrt()[:, None, None, None]
-        s = (1 - ab[t]).sqrt()[:, None, None, None]
-        loss = ((model(a * x0 + s * eps, t).sample - eps) ** 2).mean()
+        loss = ddpm_eps_loss(model, data, ab, args.batch, g)
         optimizer_step(model, opt, lr_sched, loss, clip=1.0)
         ema.update(model, step)
         if step % 50 == 0:

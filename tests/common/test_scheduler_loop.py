@@ -56,3 +56,16 @@ def test_learned_sigma_split_and_guidance():
     # reference: eps_u = 0, so the guided eps is 3 * eps_c = x * 0.03 * label, i.e. a model with labels 3, 6, 9
     ref = run_scheduler_loop(DDIMScheduler(clip_sample=False), _Fake(learned=False), x, 5, {"class_labels": labels * 3})
     assert torch.allclose(y, ref, atol=1e-12)
+
+
+def test_generator_only_reaches_schedulers_that_take_it():
+    """UniPC's step takes no generator: the loop still runs with one; DDPM (stochastic) is seed-reproducible."""
+    from diffusers import UniPCMultistepScheduler
+
+    m = analytic_model("gmm3")
+    x = torch.randn(4, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    run_scheduler_loop(UniPCMultistepScheduler(), m, x, 4, generator=torch.Generator().manual_seed(1))
+    a = run_scheduler_loop(DDPMScheduler(clip_sample=False), m, x, 4, generator=torch.Generator().manual_seed(1))
+    b = run_scheduler_loop(DDPMScheduler(clip_sample=False), m, x, 4, generator=torch.Generator().manual_seed(1))
+    c = run_scheduler_loop(DDPMScheduler(clip_sample=False), m, x, 4, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and not torch.equal(a, c)

@@ -25,6 +25,7 @@ with two additions that DiT-style models need:
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Mapping
 
 import torch
@@ -71,7 +72,7 @@ def run_scheduler_loop(scheduler: Any, model: Any, x_T: torch.Tensor, num_infere
     ``model_kwargs`` (e.g. ``{"class_labels": labels}``) are passed to every call. With
     ``guidance_scale != 1`` the unconditional kwargs ``uncond_kwargs`` (e.g. the null class) are batched
     with the conditional ones and combined by classifier-free guidance. ``generator`` is forwarded to
-    stochastic schedulers' ``step``. ``with_grad=True`` keeps the autograd graph through the chain.
+    the ``step`` of schedulers that take one (stochastic ones). ``with_grad=True`` keeps the autograd graph through the chain.
     """
     kwargs = dict(model_kwargs or {})
     cfg = guidance_scale != 1.0
@@ -86,7 +87,8 @@ def run_scheduler_loop(scheduler: Any, model: Any, x_T: torch.Tensor, num_infere
         from tqdm.auto import tqdm
 
         ts = tqdm(ts, desc=type(scheduler).__name__, leave=False)
-    step_kw = {"generator": generator} if generator is not None else {}
+    takes_generator = "generator" in inspect.signature(scheduler.step).parameters
+    step_kw = {"generator": generator} if generator is not None and takes_generator else {}
     with torch.set_grad_enabled(with_grad):
         for t in ts:
             inp = scheduler.scale_model_input(x, t)

@@ -6,6 +6,7 @@ pieces here make that the default:
 * :func:`setup_deterministic` — one thread, global seed, returns a seeded ``torch.Generator`` for data;
 * :func:`adamw_one_cycle` — AdamW plus ``OneCycleLR`` (Smith & Topin, arXiv 1708.07120);
 * :func:`optimizer_step` — ``zero_grad`` / ``backward`` / gradient-norm clipping / ``step`` / schedule;
+* :func:`ddpm_eps_loss` — the DDPM epsilon objective on a random minibatch (optionally class-conditional);
 * :class:`EMA` — exponential moving average of the whole ``state_dict`` with the warm-up decay
   ``min(max_decay, (1 + step) / (10 + step))`` (the TensorFlow ``ExponentialMovingAverage`` rule with
   ``num_updates``; non-float buffers are copied);
@@ -26,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import torch
 
 __all__ = [
-    "setup_deterministic", "adamw_one_cycle", "optimizer_step", "EMA", "progress", "sha256_file",
+    "setup_deterministic", "adamw_one_cycle", "optimizer_step", "EMA", "ddpm_eps_loss", "progress", "sha256_file",
     "save_checkpoint", "check_reproduces", "add_check_argument",
 ]
 
@@ -90,6 +91,24 @@ class EMA:
     def copy_to(self, model: torch.nn.Module) -> torch.nn.Module:
         model.load_state_dict(self.shadow)
         return model
+
+
+def ddpm_eps_loss(model: torch.nn.Module, data: torch.Tensor, alphas_cumprod: torch.Tensor, batch: int, generator: torch.Generator,
+                  labels: torch.Tensor | None = None) -> torch.Tensor:
+    """DDPM epsilon loss on a random minibatch (Ho et al., arXiv 2006.11239, eq. 14):
+    ``||eps - eps_theta(sqrt(ab_t) x0 + sqrt(1 - ab_t) eps, t [, class_labels])||^2`` with ``t`` uniform on
+    ``0 .. T-1``. Draws, in this order, the row indices, ``t`` and ``eps`` from ``generator`` (the order the
+    shipped checkpoints were trained with). ``model(x, t[, class_labels=...]).sample`` is the diffusers call."""
+    idx = torch.randint(0, data.shape[0], (batch,), generator=generator)
+    x0 = data[idx]
+    T = alphas_cumprod.shape[0]
+    t = torch.randint(0, T, (batch,), generator=generator)
+    eps = torch.randn(x0.shape, generator=generator)
+    shape = (-1,) + (1,) * (x0.ndim - 1)
+    a = alphas_cumprod[t].sqrt().reshape(shape)
+    s = (1 - alphas_cumprod[t]).sqrt().reshape(shape)
+    kw = {} if labels is None else {"class_labels": labels[idx]}
+    return ((model(a * x0 + s * eps, t, **kw).sample - eps) ** 2).mean()
 
 
 def progress(iterable: Iterable, desc: str, mininterval: float = 2.0, **kw: Any) -> Iterator:
