@@ -13,8 +13,16 @@ DIGITS_UNET: dict[str, Any] = dict(
 )
 
 
+#: mean pixel value of the training data (``digits_data().mean()``; checked in tests): the ``data_mean`` that
+#: ``first_eps="mean"`` uses for the digits model
+DIGITS_MEAN = -0.3894794285297394
+
+
 def build_digits_unet(**overrides: Any):
-    """The digits UNet architecture (random init; the spec loads the shipped weights with strict=True)."""
+    """The digits UNet architecture (random init; the spec loads the shipped weights with strict=True). The model
+    carries ``data_mean`` (its training data's mean pixel value) for ``first_eps="mean"``."""
     from diffusers import UNet2DModel
 
-    return UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
+    model = UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
+    model.data_mean = DIGITS_MEAN
+    return model
