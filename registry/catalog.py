@@ -63,6 +63,7 @@ def _header(spec: "Spec") -> dict[str, Any]:
     return {
         "name": spec.name, "title": spec.title, "task": spec.task, "tags": list(spec.tags),
         "variants": list(spec.variants), "accelerators": sorted({h.accelerator for h in spec.hardware.values()}),
+        "status": {v: h.status for v, h in spec.hardware.items() if h.status != "runnable"},
     }
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from .catalog import Entry
 from .errors import ParamError, ZooError
-from .spec import HubSource, Spec, TimmSource, ZooSource
+from .spec import HubFile, HubSource, Spec, TimmSource, ZooSource
 
 
 class Skipped(Exception):
@@ -120,6 +120,51 @@ def cpu_variants(spec: Spec) -> list[str]:
     return [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]
 
 
+def runnable_cpu_variants(spec: Spec) -> list[str]:
+    return [v for v in cpu_variants(spec) if spec.hardware[v].status == "runnable"]
+
+
+def _procedure_variant(spec: Spec, pname: str) -> tuple[str | None, str]:
+    """The first runnable CPU variant with every role ``pname`` declares, or ``(None, why)``."""
+    from .build import missing_roles
+
+    runnable = runnable_cpu_variants(spec)
+    for v in runnable:
+        if not missing_roles(spec, pname, v, {r: None for r in spec.roles_of(v)}):
+            return v, ""
+    if not runnable:
+        return None, "no runnable CPU variant"
+    return None, f"no runnable CPU variant has the roles {pname} needs ({', '.join(spec.procedure(pname)[1].roles or [])})"
+
+
+def snapshot_models(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Copies of every built role's tensors (``state_dict``), to detect in-place changes."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, obj in models.items():
+        state = getattr(obj, "state_dict", None)
+        if callable(state):
+            try:
+                out[role] = {k: v.detach().clone() for k, v in state().items() if hasattr(v, "detach")}
+            except TypeError:  # a state_dict() that needs arguments: not a torch module
+                continue
+    return out
+
+
+def assert_models_unchanged(before: dict[str, dict[str, Any]], models: dict[str, Any], what: str) -> None:
+    """The cached roles are bit-identical to ``before`` (a procedure trained them in place otherwise)."""
+    import torch
+
+    after = snapshot_models(models)
+    for role, state in before.items():
+        for k, v in state.items():
+            w = after.get(role, {}).get(k)
+            if w is None or w.shape != v.shape or w.dtype != v.dtype or not torch.equal(w, v):
+                raise AssertionError(
+                    f"{what} changed the cached weights of role {role!r} ({k}) in place; every later pipeline of "
+                    f"the process would see them: set mutates_models = True or use registry.contract.private_copies"
+                )
+
+
 def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     """Save a tiny model of the same type locally and return the source pointing at it."""
     if isinstance(source, TimmSource):
@@ -139,6 +184,14 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     from .resolve import library_class
 
     cfg = dict(source.tiny.config)
+    target = workdir / "tiny"
+    save_dir = target / source.subfolder if source.subfolder else target
+    from .build import _is_model_class
+
+    cls = library_class(source.source, source.tiny.model_class or source.model_class)
+    if not _is_model_class(cls):  # a tokenizer, processor, feature extractor or scheduler
+        _tiny_preprocessor(source.source, cls, cfg).save_pretrained(str(save_dir))
+        return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
     if source.source == "transformers":
         import transformers
 
@@ -151,10 +204,34 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     else:
         cls = library_class("diffusers", source.tiny.model_class or source.model_class)
         model = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
-    target = workdir / "tiny"
-    save_dir = target / source.subfolder if source.subfolder else target
     model.save_pretrained(str(save_dir))
     return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
+
+
+def tiny_tokenizer(vocab: list[str] | None = None, **special: str) -> Any:
+    """A small word-level fast tokenizer built with the ``tokenizers`` package (no files, no network)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", **special}
+    words = list(dict.fromkeys([*specials.values(), *(vocab or ["the", "a", "model", "zoo", "token"])]))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=specials["unk_token"]))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **specials)
+
+
+def _tiny_preprocessor(library: str, cls: type, cfg: dict[str, Any]) -> Any:
+    """A tiny tokenizer / processor / scheduler of the declared class, from ``tiny.config``
+    (tokenizers: ``vocab`` and special tokens; others: the class's keyword arguments)."""
+    name = cls.__name__
+    if "Tokenizer" in name:
+        tok = tiny_tokenizer(cfg.pop("vocab", None), **cfg)
+        if name.startswith("Auto") or name.endswith("Fast"):
+            return tok
+        raise AssertionError(f"tiny.model_class: write a tiny {name} as a fast tokenizer class, e.g. PreTrainedTokenizerFast")
+    if name.startswith("Auto"):
+        raise AssertionError(f"tiny.model_class: name the concrete class {name} should load (e.g. ViTImageProcessor)")
+    return cls(**cfg)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -200,10 +277,17 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
 
                 checks.append(Check(name, f"{name}::weights[{role}.{v}]", weights))
 
-    # every CPU variant builds
+    # every CPU variant builds (a non-runnable one is SKIP with its status, never PASS)
     cpu = cpu_variants(spec)
     for v in cpu:
-        checks.append(Check(name, f"{name}::builds[{v}]", lambda v=v: _pipeline(entry, v, target) and None))
+
+        def builds(v: str = v) -> None:
+            refusal = spec.hardware[v].refusal(v)
+            if refusal:
+                raise Skipped(refusal)
+            _pipeline(entry, v, target)
+
+        checks.append(Check(name, f"{name}::builds[{v}]", builds))
 
     # hub-loaded roles (usually the paper's `full` checkpoints): loading path on a tiny local copy
     for role, model in spec.models.items():
@@ -214,6 +298,8 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                     from .build import build_model
                     from .loader import locate
 
+                    if isinstance(src, HubSource) and src.tiny is None and spec.hardware[v].status == "declared-only":
+                        raise Skipped(str(spec.hardware[v].refusal(v)) + "; no tiny: block to test its loading path")
                     with tempfile.TemporaryDirectory() as tmp:
                         tiny = _tiny_checkpoint(src, Path(tmp))
                         obj = build_model(tiny, spec_dir=entry.path.parent, device="cpu",
@@ -224,24 +310,38 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                             assert sum(p.numel() for p in obj.parameters()) > 0, "loaded model has no parameters"
 
                 checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", loading_path))
+            elif isinstance(src, ZooSource) and isinstance(src.weights, HubFile):
 
-    # sampler / recipe contract, on the first CPU variant
+                def hub_file_path(src: ZooSource = src, role: str = role, v: str = v) -> None:
+                    _check_hub_file_loading_path(entry, src, f"models.{role}.variants.{v}")
+
+                checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", hub_file_path))
+
+    # sampler / recipe contract, on the first runnable CPU variant that has the procedure's roles
     if cpu:
-        v0 = cpu[0]
         for pname in [*spec.samplers, *spec.recipes]:
             section = "samplers" if pname in spec.samplers else "recipes"
+            v0, no_variant = _procedure_variant(spec, pname)
+
+            def procedure(pname: str = pname, v0: str | None = v0, why: str = no_variant) -> tuple[Any, Any]:
+                if v0 is None:
+                    raise Skipped(why)
+                pipe = _pipeline(entry, v0, target)
+                return pipe, pipe.samplers[pname]
 
             def determinism(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0, target).samplers[pname]
+                pipe, proc = procedure(pname)
+                before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(2)
                 first = proc(seed=1234, **inputs)
                 second = proc(seed=1234, **inputs)
+                assert_models_unchanged(before, pipe.models, f"{pname}")
                 assert_same(first, second)
 
-            def params(pname: str = pname, section: str = section) -> None:
+            def params(pname: str = pname, section: str = section, v0: str | None = v0) -> None:
                 from .build import make_procedure
 
-                pipe = _pipeline(entry, v0, target)
+                pipe, _ = procedure(pname)
                 try:
                     make_procedure(spec, pname, pipe.models, target.device, target.dtype, {"__not_a_parameter__": 1}, file, v0)
                 except ParamError as exc:
@@ -262,9 +362,10 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
             checks.append(Check(name, f"{name}::{section}[{pname}]::param-validation", params))
 
             def batch(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0, target).samplers[pname]
+                pipe, proc = procedure(pname)
                 if not getattr(proc, "batch_independent", False):
                     raise Skipped(f"{pname} does not declare batch_independent")
+                before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(3)
                 rows = proc.output_rows(proc(seed=7, **inputs))
                 singles = proc.input_rows(inputs)
@@ -273,9 +374,18 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                     alone = proc.output_rows(proc(seed=7, **single))
                     assert len(alone) == 1
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
+                assert_models_unchanged(before, pipe.models, pname)
 
-            if section == "samplers":
-                checks.append(Check(name, f"{name}::samplers[{pname}]::batch-independence", batch))
+            checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
+
+            produced = spec.procedure(pname)[1].produces
+            if produced is not None:
+
+                def produces(pname: str = pname, role: str = produced) -> None:
+                    pipe, proc = procedure(pname)
+                    _check_produces(entry, pipe, proc, pname, role)
+
+                checks.append(Check(name, f"{name}::{section}[{pname}]::produces[{produced}]", produces))
 
     # invariants
     for inv in spec.invariants:
@@ -311,14 +421,75 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                 raise Skipped(f"slow; run `zoo check --slow {name}` or `{m.command}`")
             if m.variant not in cpu:
                 raise Skipped(f"variant {m.variant} does not run on cpu")
-            fn = resolve(m.check)
-            value = float(fn(_pipeline(entry, m.variant, target), **m.check_params))
+            refusal = spec.hardware[m.variant].refusal(m.variant)
+            if refusal:
+                raise Skipped(refusal)
+            resolve(m.check, kind="metric check")
+            value = _pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )
 
         checks.append(Check(name, mid, metric, slow=m.slow))
     return checks
+
+
+def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> None:
+    """A hub-file role's loading path, offline: the factory's random state dict, mapped back by the
+    converter's inverse (identity without a converter), saved under the same file name in a temp
+    folder, then read, verified, converted and loaded by the same code as the real file."""
+    from .build import build_model
+    from .loader import locate
+    from .resolve import resolve
+    from .weights import inverse_converter, save_state, sha256_file
+
+    assert isinstance(src.weights, HubFile)
+    file = str(entry.path)
+    factory = resolve(src.factory, locate(file, f"{field}.factory"))
+    reference = factory(**src.config)
+    state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+    raw = inverse_converter(src.convert, locate(file, f"{field}.convert"))(state)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / src.weights.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_state(raw, path)
+        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path)})
+        built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field))
+    got = built.state_dict()
+    for k, v in state.items():
+        if k not in got or not (got[k].shape == v.shape and bool((got[k].to(v.dtype) == v).all())):
+            raise AssertionError(f"{field}: {k} does not survive the save -> convert -> load round trip")
+
+
+def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -> None:
+    """A training recipe's output reloads into ``role``'s factory with ``strict=True``: run it on its
+    example inputs (a tiny budget), save what it returns as safetensors, load it back."""
+    from .build import build_model
+    from .loader import locate
+    from .weights import save_state, sha256_file
+
+    src = spec_source(entry, role, pipe.variant)
+    if not isinstance(src, ZooSource):
+        raise AssertionError(f"{pname} produces {role!r}, whose {pipe.variant} source is not a factory (source: zoo)")
+    before = snapshot_models(pipe.models)
+    out = proc(seed=0, **proc.example_inputs(2))
+    assert_models_unchanged(before, pipe.models, pname)
+    if hasattr(out, "state_dict") and callable(out.state_dict):
+        state = out.state_dict()
+    elif isinstance(out, dict):
+        state = out
+    else:
+        raise AssertionError(f"{pname} produces {role!r} but returned a {type(out).__name__} (expected a module or a state dict)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{role}.safetensors"
+        save_state({k: v.detach().cpu() for k, v in state.items()}, path)
+        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path), "convert": None})
+        build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(str(entry.path), f"recipes.{pname}.produces"))
+
+
+def spec_source(entry: Entry, role: str, variant: str) -> Any:
+    assert entry.spec is not None
+    return entry.spec.models[role].variants.get(variant)
 
 
 def _has_submodule(package: str, sub: str) -> bool:

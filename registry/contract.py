@@ -10,6 +10,7 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
         class Params(ProcedureParams):          # typed, validated hyper-parameters
             steps: int = Field(10, ge=1)
         batch_independent = True                # opt in to the batch-independence check
+        mutates_models = False                  # True: the builder hands uncached copies (training)
 
         def __init__(self, models, params, device, dtype): ...
         def __call__(self, *, seed=0, **inputs): ...        # the method itself
@@ -19,6 +20,11 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
 
 The engine builds ``models`` (a mapping role -> built object) and validates ``params`` from
 the spec merged with the caller's overrides, then instantiates the class once per pipeline.
+
+Built roles are cached process-wide and shared by every pipeline of the process: a procedure
+must never change ``self.models[...]`` in place unless it sets ``mutates_models = True`` (the
+builder then hands it private copies) or takes copies itself with :func:`private_copies`.
+Conformance checks that the cached weights are bit-identical after every procedure call.
 """
 from __future__ import annotations
 
@@ -54,9 +60,10 @@ class Procedure:
     Params: ClassVar[type[ProcedureParams]] = ProcedureParams
     CliInputs: ClassVar[type[CliInputs] | None] = None
     batch_independent: ClassVar[bool] = False
+    mutates_models: ClassVar[bool] = False
 
     def __init__(self, models: Mapping[str, Any], params: ProcedureParams, device: Any = "cpu", dtype: Any = None):
-        self.models = dict(models)
+        self.models = models.copy() if isinstance(models, Roles) else Roles(models)
         self.params = params
         self.device = device
         self.dtype = dtype
@@ -80,6 +87,41 @@ class Procedure:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""
         result = self(seed=seed, **self.example_inputs(1))
         return summarize(result)
+
+
+class Roles(dict):  # type: ignore[type-arg]
+    """role -> built model for one variant. A role with no source for that variant (roles may
+    cover a subset of variants) raises a one-line ``BuildError`` naming role, variant and
+    procedure instead of a bare ``KeyError``; ``.get`` and ``in`` behave as for a dict."""
+
+    def __init__(self, *args: Any, variant: str | None = None, procedure: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.variant, self.procedure = variant, procedure
+
+    def __missing__(self, role: str) -> Any:
+        from .errors import BuildError
+
+        raise BuildError(
+            f"role {role!r} has no source for variant {self.variant or '?'}"
+            + (f" (needed by procedure {self.procedure})" if self.procedure else "")
+        )
+
+    def copy(self) -> "Roles":
+        return Roles(self, variant=self.variant, procedure=self.procedure)
+
+
+def private_copies(models: Mapping[str, Any], roles: "list[str] | None" = None) -> Roles:
+    """Deep copies of ``models`` (of ``roles`` only, when given; the others stay shared) that a
+    training recipe may change freely without touching the process-wide cache::
+
+        self.models = private_copies(self.models, ["sae"])   # then train self.models["sae"]
+    """
+    import copy
+
+    out = models.copy() if isinstance(models, Roles) else Roles(models)
+    for role in (list(models) if roles is None else roles):
+        out[role] = copy.deepcopy(models[role])
+    return out
 
 
 def summarize(value: Any, limit: int = 400) -> str:

@@ -78,7 +78,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         width = max([len(n) for n in names] + [4])
         for h in headers:
-            print(f"{h['name']:<{width}}  {h['task']:<22} {', '.join(h['variants']):<12} {h['title']}")
+            status = h.get("status") or {}
+            variants = ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"])
+            print(f"{h['name']:<{width}}  {h['task']:<22} {variants:<12} {h['title']}")
     broken = cat.broken()
     for b in broken:
         print(f"BROKEN {b.error}", file=sys.stderr)
@@ -118,12 +120,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         from registry.hardware import detect, fits
 
         machine = detect()
+    from registry.build import offline_gaps
+
     for v in s.variants:
         hw = s.hardware[v]
         fit = ""
         if machine is not None:
             ok, why = fits(hw, machine)
             fit = "fits" if ok else f"does not fit: {why}"
+        if hw.status == "needs-training":
+            fit = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else "")
+        elif hw.status == "declared-only":
+            fit = f"declared-only: {hw.reason}"
+        elif (gap := offline_gaps(s, v, e.path.parent)) is not None:
+            fit = f"{fit}; {gap}" if fit else gap
         print(f"    {v:<6} {hw.accelerator}" + (f" ≥{hw.min_memory_gb:g} GB" if hw.min_memory_gb else "") + f" [{', '.join(hw.dtypes)}]  {fit}")
     if s.metrics:
         print("  metrics:")
