@@ -145,6 +145,16 @@ def cache_dir(*parts: str) -> "Path":
     return path
 
 
+def cached_artifact(key_parts: "list[Any] | tuple[Any, ...]", produce: Callable[[], Any], fmt: str, *,
+                    namespace: str = "artifacts", use_cache: bool = True) -> Any:
+    """Run-time artefacts fitted once and cached on disk in safe formats (safetensors, JSON,
+    pickle-free ``.npy``), keyed by configuration and data hash, written atomically; see
+    :mod:`registry.artifacts`."""
+    from .artifacts import cached_artifact as impl
+
+    return impl(key_parts, produce, fmt, namespace=namespace, use_cache=use_cache)  # type: ignore[arg-type]
+
+
 # ----------------------------------------------------------------------------- invariants
 
 InvariantFn = Callable[[], None]
