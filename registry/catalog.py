@@ -2,13 +2,17 @@
 ``zoo.specs``), folders added at run time (:func:`Catalog.add_path`, ``ZOO_SPECS_PATH``).
 
 Listing and validation import no torch/transformers/diffusers/timm. Broken specs are kept
-and reported (``zoo list``, ``zoo doctor``), never skipped silently; two files declaring the
-same name are an error naming both.
+and reported (``zoo list``, ``zoo doctor``), one line each, never skipped silently and never
+in the way of the others: a malformed spec, a directory, FIFO, device or dangling symlink
+named ``*.yaml`` (never opened), an unreadable file. When two files declare the same name the
+first discovered keeps it (built-ins first) and the later one is broken, naming both.
 
 Listing reads a small index cache (``$ZOO_CACHE_DIR`` or ``~/.cache/zoo``) of each file's
-header (name, task, tags, variants, accelerators, or its error), keyed by path, content
-hash and a fingerprint of the schema code: a warm ``zoo list`` parses no YAML and imports no
-pydantic. Any change to a file re-validates it. ``ZOO_NO_INDEX_CACHE=1`` turns it off.
+header (name, task, tags, variants, accelerators, or its error), keyed by path, the content
+hashes of every file the loader read for it (the ``extends`` chain included) and a
+fingerprint of the schema code: a warm ``zoo list`` parses no YAML and imports no pydantic.
+Any change to a file re-validates it; a mis-shaped index counts as absent, and a header is
+checked against its file before the spec is used. ``ZOO_NO_INDEX_CACHE=1`` turns it off.
 """
 from __future__ import annotations
 
@@ -30,13 +34,15 @@ SPECS_GROUP = "zoo.specs"
 
 class Entry:
     """One spec file: its header (for listing), its validated spec (loaded on first use), or
-    the error that makes it unusable."""
+    the error that makes it unusable. ``from_index``: the header came from the index cache and
+    has not been checked against the file yet."""
 
     def __init__(self, path: Path, origin: str, spec: "Spec | None" = None, error: SpecError | None = None,
-                 header: dict[str, Any] | None = None):
+                 header: dict[str, Any] | None = None, from_index: bool = False):
         self.path, self.origin, self.error = path, origin, error
         self._spec = spec
         self.header = header if header is not None else (_header(spec) if spec is not None else None)
+        self.from_index = from_index
 
     @property
     def spec(self) -> "Spec | None":
@@ -48,6 +54,16 @@ class Entry:
             except SpecError as exc:  # the file changed since it was indexed
                 self.error = exc
         return self._spec
+
+    def verified(self) -> bool:
+        """Load the spec and check the header listed for it; ``False`` if the index lied."""
+        spec = self.spec
+        if spec is None:
+            return not self.from_index
+        real = _header(spec)
+        ok = self.header == real
+        self.header, self.from_index = real, False
+        return ok
 
     @property
     def name(self) -> str:
@@ -74,57 +90,90 @@ def _fingerprint() -> str:
     h = hashlib.sha1()
     for name in ("spec.py", "loader.py", "catalog.py"):
         h.update((here / name).read_bytes())
+    h.update(os.environ.get("ZOO_SPEC_ROOT", "").encode("utf-8", "replace"))  # it changes what loads
     return h.hexdigest()[:16]
 
 
-class _IndexCache:
-    """Headers of validated files, persisted between processes (best effort, atomic writes)."""
+_HEADER_LISTS = ("tags", "variants", "accelerators")
+_ERROR_FIELDS = {"message": (str,), "file": (str, type(None)), "line": (int, type(None)),
+                 "column": (int, type(None)), "field": (str, type(None))}
 
-    def __init__(self) -> None:
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _well_formed(hit: Any) -> bool:
+    """Whether an index record has the shape :meth:`_IndexCache.put` writes (anything else is a miss)."""
+    if not (isinstance(hit, dict) and isinstance(hit.get("deps"), list) and hit["deps"]):
+        return False
+    if not all(isinstance(d, list) and len(d) == 2 and isinstance(d[0], str) and isinstance(d[1], (str, type(None)))
+               for d in hit["deps"]):
+        return False
+    header, error = hit.get("header"), hit.get("error")
+    if (header is None) == (error is None):
+        return False
+    if header is not None:
+        return (isinstance(header, dict) and set(header) == {"name", "title", "task", "status", *_HEADER_LISTS}
+                and all(isinstance(header[k], str) for k in ("name", "title", "task"))
+                and all(_is_str_list(header[k]) for k in _HEADER_LISTS)
+                and isinstance(header["status"], dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in header["status"].items()))
+    return (isinstance(error, dict) and set(error) == set(_ERROR_FIELDS)
+            and all(isinstance(error[k], t) and not isinstance(error[k], bool) for k, t in _ERROR_FIELDS.items()))
+
+
+class _IndexCache:
+    """Headers of validated files, persisted between processes (best effort, atomic writes).
+
+    The index only accelerates: a record is used only if every file the loader read for it
+    (the spec and its ``extends`` parents, as the loader itself resolved them) still has the
+    recorded content; a record of any other shape, or an unreadable index, counts as absent;
+    and :meth:`Catalog.get` checks the header against the file before handing out a spec."""
+
+    MAX_BYTES = 64 << 20
+
+    def __init__(self, enabled: bool = True) -> None:
         self.enabled = os.environ.get("ZOO_NO_INDEX_CACHE", "") in ("", "0")
+        self.read = self.enabled and enabled
         root = os.environ.get("ZOO_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "zoo")
         self.file = Path(root) / "spec-index.json"
         self.fingerprint = _fingerprint() if self.enabled else ""
         self.data: dict[str, Any] = {}
         self.dirty = False
-        if self.enabled:
+        self.hits = 0
+        if self.read:
             import json
 
+            from .loader import read_spec_bytes
+
             try:
-                raw = json.loads(self.file.read_text())
-                if raw.get("fingerprint") == self.fingerprint:
-                    self.data = raw.get("files", {})
-            except (OSError, ValueError):
-                pass
+                raw = json.loads(read_spec_bytes(self.file, limit=self.MAX_BYTES))
+            except (SpecError, ValueError, RecursionError):
+                raw = None
+            if isinstance(raw, dict) and raw.get("fingerprint") == self.fingerprint and isinstance(raw.get("files"), dict):
+                self.data = raw["files"]
 
-    @staticmethod
-    def key(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
-        """Content hash (mtimes can tie within a filesystem tick), including the files an
-        ``extends:`` line inherits from, so editing a parent re-validates its children."""
-        import hashlib
-        import re
+    def get(self, path: Path) -> dict[str, Any] | None:
+        from .loader import file_digest
 
-        raw = path.read_bytes()
-        h = hashlib.sha1(raw)
-        match = re.search(rb"^extends:\s*['\"]?([^'\"\s#]+)", raw, re.MULTILINE)
-        if match:
-            parent = (path.parent / match.group(1).decode("utf-8", "replace")).resolve()
-            if parent.is_file() and parent not in _seen:
-                h.update(_IndexCache.key(parent, _seen | {path}).encode())
-        return h.hexdigest()
-
-    def get(self, path: Path, key: str) -> dict[str, Any] | None:
         hit = self.data.get(str(path))
-        return hit if hit and hit.get("sha1") == key else None
+        if not _well_formed(hit) or hit["deps"][0][0] != str(path):
+            return None
+        if any(file_digest(dep) != digest for dep, digest in hit["deps"]):
+            return None
+        self.hits += 1
+        return hit
 
-    def put(self, path: Path, key: str, header: dict[str, Any] | None, error: SpecError | None) -> None:
-        if not self.enabled:
+    def put(self, path: Path, deps: list[tuple[str, str | None]], header: dict[str, Any] | None,
+            error: SpecError | None) -> None:
+        if not self.enabled or not deps or deps[0][0] != str(path):
             return
         err = None
-        if error is not None and not isinstance(error, CollisionError):
+        if error is not None:
             loc = error.location
             err = {"message": error.message, "file": loc.file, "line": loc.line, "column": loc.column, "field": loc.field}
-        self.data[str(path)] = {"sha1": key, "header": header, "error": err}
+        self.data[str(path)] = {"deps": [list(d) for d in deps], "header": header, "error": err}
         self.dirty = True
 
     def save(self) -> None:
@@ -154,7 +203,7 @@ class Catalog:
         self._dirs: list[tuple[Path, str]] = []
         self._entries: dict[str, Entry] | None = None
         self._broken: list[Entry] = []
-        self._collisions: dict[str, CollisionError] = {}
+        self._cache_hits = 0
 
     # ------------------------------------------------------------------ sources
     def add_path(self, path: str | os.PathLike[str], origin: str = "user") -> None:
@@ -183,62 +232,72 @@ class Catalog:
 
     @staticmethod
     def _files(path: Path) -> list[Path]:
-        if path.is_file():
-            return [path]
-        if not path.is_dir():
+        """Candidate spec files of a source: the file itself, or a folder's ``*.yaml``/``*.yml``
+        entries whatever they are (directories, FIFOs, dangling links are reported, not opened)."""
+        try:
+            if not path.is_dir():
+                return [path] if os.path.lexists(path) else []
+            return sorted(p for p in path.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+        except (OSError, ValueError):
             return []
-        return sorted(p for p in path.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
 
     # ------------------------------------------------------------------ index
-    def _index(self) -> dict[str, Entry]:
+    def _index(self, use_cache: bool = True) -> dict[str, Entry]:
+        """Rule for names: the first file discovered keeps a name (sources in order: the
+        ``zoo.specs`` entry points sorted by name, so the built-ins first, then ``ZOO_SPECS_PATH``,
+        then :meth:`add_path` folders); every later file declaring it is broken with a
+        :class:`CollisionError` naming both files."""
         with self._lock:
-            if self._entries is not None:
+            if self._entries is not None and use_cache:
                 return self._entries
             entries: dict[str, Entry] = {}
             broken: list[Entry] = []
-            collisions: dict[str, CollisionError] = {}
             seen_files: set[Path] = set()
-            cache = _IndexCache()
+            cache = _IndexCache(enabled=use_cache)
             for root, origin in self._sources():
                 for f in self._files(root):
-                    rf = f.resolve()
+                    try:
+                        rf = f.resolve()
+                    except (OSError, RuntimeError, ValueError):
+                        rf = f.absolute()
                     if rf in seen_files:
                         continue
                     seen_files.add(rf)
-                    entry = self._read(rf, origin, cache)
+                    entry = self._read(rf if os.path.isfile(rf) else f.absolute(), origin, cache)
                     if entry.error is not None:
                         broken.append(entry)
                         continue
                     other = entries.get(entry.name)
                     if other is not None:
                         err = CollisionError(
-                            f"spec name {entry.name!r} is declared by both {other.path} and {rf}",
-                            Location(str(rf), None, None, "name"),
+                            f"spec name {entry.name!r} is already declared by {other.path}; this file is ignored "
+                            "(the first file found keeps a name: rename one of them)",
+                            Location(str(entry.path), None, None, "name"),
                         )
-                        collisions.setdefault(entry.name, err)
-                        broken.append(Entry(rf, origin, error=err))
+                        broken.append(Entry(entry.path, origin, error=err, header=entry.header))
                         continue
                     entries[entry.name] = entry
             cache.save()
-            self._entries, self._broken, self._collisions = entries, broken, collisions
+            self._entries, self._broken, self._cache_hits = entries, broken, cache.hits
             return entries
 
     @staticmethod
     def _read(path: Path, origin: str, cache: _IndexCache) -> Entry:
-        key = cache.key(path)
-        hit = cache.get(path, key)
+        hit = cache.get(path)
         if hit is not None:
             if hit["error"] is not None:
                 e = hit["error"]
-                return Entry(path, origin, error=SpecError(e["message"], Location(e["file"], e["line"], e["column"], e["field"])))
-            return Entry(path, origin, header=hit["header"])
+                return Entry(path, origin, error=SpecError(e["message"], Location(e["file"], e["line"], e["column"], e["field"])),
+                             from_index=True)
+            return Entry(path, origin, header=hit["header"], from_index=True)
         from .loader import load_spec_file
 
+        reads: list[tuple[str, str | None]] = []
         try:
-            entry = Entry(path, origin, spec=load_spec_file(path))
+            entry = Entry(path, origin, spec=load_spec_file(path, reads=reads))
         except SpecError as exc:
             entry = Entry(path, origin, error=exc)
-        cache.put(path, key, entry.header, entry.error)
+        cache.put(path, reads, entry.header, entry.error)
         return entry
 
     def refresh(self) -> None:
@@ -254,17 +313,23 @@ class Catalog:
         return list(self._broken)
 
     def get(self, name: str) -> Entry:
-        idx = self._index()
-        if name in idx:
-            if name in self._collisions:
-                raise self._collisions[name]
-            return idx[name]
+        """The entry of ``name``, its spec loaded and checked against what the index said
+        (a stale or poisoned index is dropped and the folders are re-read without it)."""
+        for attempt in (0, 1):
+            idx = self._index(use_cache=attempt == 0)
+            entry = idx.get(name)
+            if entry is not None and entry.verified() and entry.name == name and entry.error is None:
+                return entry
+            if not self._cache_hits:
+                break
+        if entry is not None and entry.error is not None:
+            raise entry.error
         import difflib
 
         close = difflib.get_close_matches(name, list(idx), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(idx)) or 'none'}"
         for b in self._broken:
-            if b.name == name:
+            if b.name == name and not isinstance(b.error, CollisionError):
                 raise b.error  # type: ignore[misc]
         raise NotFoundError(f"no spec named {name!r}{hint}")
 

@@ -262,7 +262,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
     # shipped weights: present and matching, for every variant
     for role, model in spec.models.items():
         for v, src in model.variants.items():
-            if isinstance(src, (ZooSource, TimmSource)) and src.weights is not None:
+            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
 
                 def weights(src: Any = src) -> None:
                     from .build import sha256_file

@@ -1,12 +1,23 @@
 """Error hierarchy of the engine.
 
-Every error a user can cause is a :class:`ZooError`. Its ``str()`` is one line, shaped
+Every error a user can cause is a :class:`ZooError`. Its ``str()`` is one printable line
+(control characters from a spec are escaped by :func:`printable`), shaped
 ``file:line:col: field.path: message`` when a location is known, so the CLI can print it
 as is and exit 2.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (control characters such as ESC,
+    newlines, tabs, bidi overrides, line separators) written as a Python escape (``\\x1b``,
+    ``\\n``, ``\\u202e``), so text from a spec can never move the cursor, recolour the terminal
+    or start a fake line. Printable text, non-ASCII included, is returned unchanged."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 @dataclass(frozen=True)
@@ -21,14 +32,14 @@ class Location:
     def prefix(self) -> str:
         parts: list[str] = []
         if self.file:
-            where = self.file
+            where = printable(str(self.file))
             if self.line is not None:
                 where += f":{self.line}"
                 if self.column is not None:
                     where += f":{self.column}"
             parts.append(where)
         if self.field:
-            parts.append(self.field)
+            parts.append(printable(str(self.field)))
         return ": ".join(parts)
 
 
@@ -36,7 +47,8 @@ class ZooError(Exception):
     """Base of every error a user can cause; ``str()`` is a single line."""
 
     def __init__(self, message: str, location: Location | None = None):
-        self.message = " ".join(str(message).split())  # always one line
+        # always one printable line: whitespace runs (newlines too) become one space, the rest is escaped
+        self.message = printable(" ".join(str(message).split()))
         self.location = location or Location()
         super().__init__(self.__str__())
 

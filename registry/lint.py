@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import SpecError
-from .loader import locate
+from .loader import locate, spec_roots, within
 from .resolve import allowed_packages
 from .spec import Spec, TimmSource, ZooSource
 
@@ -38,11 +38,14 @@ def lint(spec: Spec, file: str | Path) -> list[SpecError]:
             field = f"models.{role}.variants.{variant}"
             if isinstance(src, ZooSource):
                 target(src.factory, f"{field}.factory")
-            if isinstance(src, (ZooSource, TimmSource)) and src.weights is not None:
+            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 
                 path = Path(file).parent / src.weights
-                if not path.is_file():
+                if not any(within(root, path) for root in spec_roots(file)):  # never hash files outside
+                    errors.append(SpecError(f"weights file {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)",
+                                            locate(file, f"{field}.weights")))
+                elif not path.is_file():
                     errors.append(SpecError(f"weights file {path} does not exist", locate(file, f"{field}.weights")))
                 elif src.sha256 is not None and sha256_file(path) != src.sha256:
                     errors.append(SpecError(

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -57,65 +59,333 @@ def dotted(path: PathKey) -> str:
     return out
 
 
-def _mark(node: yaml.Node) -> tuple[int, int]:
-    return node.start_mark.line + 1, node.start_mark.column + 1
+# ----------------------------------------------------------------------------- limits
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 16 KB
+MAX_DEPTH = 64  # nested collections; shipped specs use 7
+MAX_NODES = 100_000  # scalars + collections, with every alias counted as what it expands to
+MAX_ALIASES = 100  # ``*alias`` uses per file (a handful is plenty for sharing a block)
+MAX_EXTENDS_CHARS = 1024  # length of an ``extends:`` path (255 per path component)
+
+
+def _yaml_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+_Y = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {_Y + t for t in ("str", "int", "float", "bool", "null", "timestamp", "binary")}
+_MAPPING_TAGS = {_Y + "map", _Y + "set"}
+_SEQUENCE_TAGS = {_Y + "seq", _Y + "omap", _Y + "pairs"}
+_SAFE_TAGS = _SCALAR_TAGS | _MAPPING_TAGS | _SEQUENCE_TAGS | {_Y + "merge"}
+_NULLS = {"", "~", "null", "Null", "NULL"}
+_BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+_scalar_constructor = yaml.SafeLoader("")  # only its (pure) construct_yaml_* methods are used
+
+
+def _scalar(tag: str, value: str) -> Any:
+    """Construct a scalar of a safe tag; a value the tag does not accept is a ``ValueError``."""
+    if tag == _Y + "str":
+        return value
+    if tag == _Y + "null":
+        if value not in _NULLS:
+            raise ValueError(f"{_short(value)} is not a !!null value (use ~, null or nothing)")
+        return None
+    if tag == _Y + "bool":
+        if value.lower() not in _BOOLS:
+            raise ValueError(f"{_short(value)} is not a !!bool value (true/false, yes/no, on/off)")
+        return _BOOLS[value.lower()]
+    if tag == _Y + "binary":
+        import base64
+        import binascii
+
+        try:
+            return base64.b64decode("".join(value.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{_short(value)} is not base64 (!!binary)") from None
+    node = yaml.ScalarNode(tag, value)
+    try:
+        if tag == _Y + "int":
+            return _scalar_constructor.construct_yaml_int(node)
+        if tag == _Y + "float":
+            return _scalar_constructor.construct_yaml_float(node)
+        return _scalar_constructor.construct_yaml_timestamp(node)
+    except Exception:  # noqa: BLE001 - int()/float()/datetime raise ValueError, a failed regex AttributeError, ...
+        raise ValueError(f"{_short(value)} is not a valid {_yaml_tag(tag)} value") from None
+
+
+class _Collection:
+    """A mapping or sequence being built from parser events."""
+
+    __slots__ = ("is_map", "tag", "path", "mark", "anchor", "value", "size", "log_start", "key", "key_mark",
+                 "key_is_merge", "explicit", "merges")
+
+    def __init__(self, is_map: bool, tag: str, path: PathKey, mark: tuple[int, int], anchor: str | None, log_start: int):
+        self.is_map, self.tag, self.path, self.mark, self.anchor = is_map, tag, path, mark, anchor
+        self.value: Any = {} if is_map else []
+        self.size = 1
+        self.log_start = log_start
+        self.key: Any = _NO_KEY
+        self.key_mark = (0, 0)
+        self.key_is_merge = False
+        self.explicit: set[Any] = set()
+        self.merges: list[tuple[Any, PathKey, int, int, tuple[int, int]]] = []
+
+
+_NO_KEY = object()
+
+
+class _Builder:
+    """Turn a libyaml event stream into plain data plus positions, iteratively (no recursion),
+    within :data:`MAX_DEPTH`, :data:`MAX_NODES` and :data:`MAX_ALIASES`. Aliases reuse the
+    value already built for their anchor (never re-walked) but count as their full size."""
+
+    def __init__(self, loader: Any, doc: Document):
+        self.loader, self.doc = loader, doc
+        self.stack: list[_Collection] = []
+        # anchor -> (value, size, path, log slice) once complete; None while still open (recursion)
+        self.anchors: dict[str, tuple[Any, int, PathKey, int, int] | None] = {}
+        self.log: list[tuple[PathKey, tuple[int, int]]] = []  # every position recorded, in order
+        self.nodes = 0
+        self.aliases = 0
+        self.result: Any = _NO_KEY
+
+    # -- helpers
+    def error(self, message: str, mark: tuple[int, int], path: PathKey | None = None) -> SpecError:
+        p = self.current_path() if path is None else path
+        return SpecError(message, Location(self.doc.file, mark[0], mark[1], dotted(p) or None))
+
+    def current_path(self) -> PathKey:
+        if not self.stack:
+            return ()
+        top = self.stack[-1]
+        if top.is_map:
+            return top.path + (top.key,) if top.key is not _NO_KEY else top.path
+        return top.path + (len(top.value),)
+
+    def position(self, path: PathKey, mark: tuple[int, int]) -> None:
+        self.doc.positions[path] = mark
+        self.log.append((path, mark))
+
+    def count(self, n: int, mark: tuple[int, int]) -> None:
+        self.nodes += n
+        if self.nodes > MAX_NODES:
+            raise self.error(f"more than {MAX_NODES} nodes (aliases counted as what they expand to); "
+                             "specs are small documents", mark)
+
+    def relocate(self, src: PathKey, dst: PathKey, start: int, end: int, skip: set[Any] | None = None) -> None:
+        """Copy the positions logged for ``src``'s subtree (log[start:end]) under ``dst``."""
+        n = len(src)
+        for path, mark in self.log[start:end]:
+            if path[:n] != src or (skip is not None and len(path) > n and path[n] in skip):
+                continue
+            self.position(dst + path[n:], mark)
+
+    # -- events
+    def feed(self, event: Any) -> None:
+        mark = (event.start_mark.line + 1, event.start_mark.column + 1)
+        if isinstance(event, yaml.AliasEvent):
+            self.alias(event.anchor, mark)
+        elif isinstance(event, yaml.ScalarEvent):
+            self.scalar(event, mark)
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            self.start(event, mark)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            self.end()
+
+    def alias(self, anchor: str, mark: tuple[int, int]) -> None:
+        self.aliases += 1
+        if self.aliases > MAX_ALIASES:
+            raise self.error(f"more than {MAX_ALIASES} aliases (*name); write the data out instead", mark)
+        if anchor not in self.anchors:
+            raise self.error(f"undefined alias *{anchor} (no &{anchor} before it)", mark)
+        found = self.anchors[anchor]
+        if found is None:
+            raise self.error(f"recursive alias *{anchor} refers to a collection that contains it", mark)
+        value, size, src, start, end = found
+        self.count(size, mark)
+        path = self.current_path()
+        self.relocate(src, path, start, end)  # errors inside aliased data point at its definition
+        self.position(path, mark)
+        self.add(value, size, mark, is_merge_source=(src, start, end))
+
+    def scalar(self, event: Any, mark: tuple[int, int]) -> None:
+        self.count(1, mark)
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        top = self.stack[-1] if self.stack else None
+        as_key = top is not None and top.is_map and top.key is _NO_KEY
+        if tag == _Y + "merge":
+            if not as_key:
+                raise self.error("the merge key << may only be used as a mapping key", mark)
+            top.key_is_merge = True  # type: ignore[union-attr]
+            top.key, top.key_mark = "<<", mark  # type: ignore[union-attr]
+            return
+        if tag not in _SAFE_TAGS:
+            raise self.error(f"YAML tag {tag!r} is not allowed in specs (specs are data only, no code-running tags)", mark)
+        if tag not in _SCALAR_TAGS:
+            raise self.error(f"tag {_yaml_tag(tag)} needs a {'mapping' if tag in _MAPPING_TAGS else 'sequence'}, "
+                             f"not the scalar {_short(event.value)}", mark)
+        try:
+            value = _scalar(tag, event.value)
+        except ValueError as exc:
+            raise self.error(str(exc), mark) from None
+        start = len(self.log)
+        if not as_key:
+            self.position(self.current_path(), mark)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (value, 1, self.current_path(), start, len(self.log))
+        self.add(value, 1, mark)
+
+    def start(self, event: Any, mark: tuple[int, int]) -> None:
+        self.count(1, mark)
+        is_map = isinstance(event, yaml.MappingStartEvent)
+        if len(self.stack) >= MAX_DEPTH:
+            raise self.error(f"collections nested deeper than {MAX_DEPTH} levels", mark)
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.is_map and top.key is _NO_KEY:
+            raise self.error("mapping keys must be scalars", mark, top.path)
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(yaml.MappingNode if is_map else yaml.SequenceNode, None, event.implicit)
+        if tag not in _SAFE_TAGS:
+            raise self.error(f"YAML tag {tag!r} is not allowed in specs (specs are data only, no code-running tags)", mark)
+        if tag not in (_MAPPING_TAGS if is_map else _SEQUENCE_TAGS):
+            kind = "mapping" if is_map else "sequence"
+            raise self.error(f"tag {_yaml_tag(tag)} cannot be applied to a {kind}", mark)
+        path = self.current_path()
+        self.position(path, mark)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = None  # open: an alias to it now would be recursive
+        self.stack.append(_Collection(is_map, tag, path, mark, event.anchor, len(self.log) - 1))
+
+    def end(self) -> None:
+        c = self.stack.pop()
+        value: Any = c.value
+        if c.is_map:
+            for merged, src, start, end, mark in c.merges:
+                for k, v in merged.items():
+                    if k not in c.explicit and k not in value:
+                        value[k] = v
+                self.relocate(src, c.path, start, end, skip=c.explicit)
+            if c.tag == _Y + "set":
+                if any(v is not None for v in value.values()):
+                    raise self.error("!!set entries take no values (write {a, b} or ? a)", c.mark, c.path)
+                value = set(value)
+        elif c.tag == _Y + "omap" or c.tag == _Y + "pairs":
+            pairs = []
+            for i, item in enumerate(value):
+                if not (isinstance(item, dict) and len(item) == 1):
+                    raise self.error(f"{_yaml_tag(c.tag)} entries must be one-key mappings (- key: value)",
+                                     self.doc.positions.get(c.path + (i,), c.mark), c.path + (i,))
+                pairs.append(next(iter(item.items())))
+            if c.tag == _Y + "pairs":
+                value = [list(p) for p in pairs]
+            else:
+                value = {}
+                for i, (k, v) in enumerate(pairs):
+                    if k in value:
+                        raise self.error(f"duplicate key {k!r} in !!omap", self.doc.positions.get(c.path + (i,), c.mark),
+                                         c.path + (i,))
+                    value[k] = v
+        if c.anchor is not None:
+            self.anchors[c.anchor] = (value, c.size, c.path, c.log_start, len(self.log))
+        self.add(value, c.size, c.mark, is_merge_source=(c.path, c.log_start, len(self.log)))
+
+    def add(self, value: Any, size: int, mark: tuple[int, int],
+            is_merge_source: tuple[PathKey, int, int] | None = None) -> None:
+        if not self.stack:
+            self.result = value
+            return
+        top = self.stack[-1]
+        top.size += size
+        if not top.is_map:
+            top.value.append(value)
+            return
+        if top.key is _NO_KEY:  # this value is a key
+            if isinstance(value, (dict, list, set)):
+                raise self.error("mapping keys must be scalars", mark, top.path)
+            if not (value is None or isinstance(value, (str, int, float, bool))):
+                raise self.error(f"mapping keys must be strings or numbers, not {type(value).__name__}", mark, top.path)
+            if value in top.explicit:
+                first = self.doc.positions.get(top.path + (value,), (None, None))
+                raise self.error(f"duplicate key {value!r} (first defined at line {first[0]}); remove one of them",
+                                 mark, top.path + (value,))
+            top.key, top.key_mark = value, mark
+            return
+        key, key_mark = top.key, top.key_mark
+        top.key = _NO_KEY
+        if top.key_is_merge:
+            top.key_is_merge = False
+            if top.merges:
+                raise self.error("duplicate merge key <<", key_mark, top.path)
+            sources = [value] if isinstance(value, dict) else value if isinstance(value, list) else None
+            if not sources or not all(isinstance(s, dict) for s in sources):
+                raise self.error("the merge key << takes a mapping or a list of mappings (usually *aliases)", mark, top.path)
+            src, start, end = is_merge_source or (top.path + ("<<",), 0, 0)
+            if isinstance(value, dict):
+                top.merges.append((value, src, start, end, mark))
+            else:  # earlier mappings win; positions of a list's items are not relocated
+                merged: dict[Any, Any] = {}
+                for s in sources:
+                    for k, v in s.items():
+                        merged.setdefault(k, v)
+                top.merges.append((merged, src, 0, 0, mark))
+            return
+        top.explicit.add(key)
+        top.value[key] = value
+        self.position(top.path + (key,), key_mark)  # a field's errors point at its key, not its value
 
 
 def parse_yaml(text: str, file: str = "<string>") -> Document:
-    """Parse one YAML document safely, recording positions; raise :class:`SpecError`."""
+    """Parse one YAML document safely, recording positions; raise :class:`SpecError`.
+
+    Only YAML's own data tags, bounded size (:data:`MAX_NODES`, :data:`MAX_DEPTH`,
+    :data:`MAX_ALIASES`); any problem, including a value its tag rejects, is a located error.
+    """
     loader = _BaseLoader(text)
     doc = Document(None, file)
+    builder = _Builder(loader, doc)
+    mark = (1, 1)
     try:
-        node = loader.get_single_node()
-        if node is None:
+        documents = 0
+        while True:
+            event = loader.get_event()
+            mark = (event.start_mark.line + 1, event.start_mark.column + 1)
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise SpecError("expected a single document in the file, found another one (---)",
+                                    Location(file, *mark))
+            elif isinstance(event, yaml.StreamEndEvent):
+                break
+            elif not isinstance(event, (yaml.StreamStartEvent, yaml.DocumentEndEvent)):
+                builder.feed(event)
+        if documents == 0 or builder.result is _NO_KEY:
             raise SpecError("empty file: expected a mapping of spec fields", Location(file, 1, 1))
-        doc.data = _construct(loader, node, (), doc)
+        doc.data = builder.result
     except SpecError:
         raise
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        m = exc.problem_mark or exc.context_mark
+        line, col = (m.line + 1, m.column + 1) if m else (None, None)
         problem = exc.problem or str(exc)
         raise SpecError(f"invalid YAML: {problem}", Location(file, line, col)) from None
+    except yaml.reader.ReaderError as exc:
+        pos = max(0, min(int(exc.position), len(text)))
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise SpecError(f"invalid YAML: {exc.reason} ({exc.character!r})", Location(file, line, col)) from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"invalid YAML: {exc}", Location(file)) from None
+        raise SpecError(f"invalid YAML: {exc}", Location(file, *mark)) from None
+    except (RecursionError, MemoryError):
+        raise SpecError("invalid YAML: document too large or too deeply nested", Location(file, *mark)) from None
     finally:
         loader.dispose()
     return doc
-
-
-def _construct(loader: Any, node: yaml.Node, path: PathKey, doc: Document) -> Any:
-    doc.positions[path] = _mark(node)
-    if node.tag not in _SAFE_TAGS:
-        raise SpecError(
-            f"YAML tag {node.tag!r} is not allowed in specs (specs are data only, no code-running tags)",
-            Location(doc.file, *_mark(node), dotted(path) or None),
-        )
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                raise SpecError("mapping keys must be scalars", Location(doc.file, *_mark(key_node), dotted(path)))
-            if key in out:
-                first = doc.positions.get(path + (key,), (None, None))
-                raise SpecError(
-                    f"duplicate key {key!r} (first defined at line {first[0]}); remove one of them",
-                    Location(doc.file, *_mark(key_node), dotted(path + (key,))),
-                )
-            out[key] = _construct(loader, value_node, path + (key,), doc)
-            doc.positions[path + (key,)] = _mark(key_node)  # a field's errors point at its key, not its value
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(loader, item, path + (i,), doc) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
-
-
-_SAFE_TAGS = {
-    "tag:yaml.org,2002:" + t
-    for t in ("map", "seq", "str", "int", "float", "bool", "null", "timestamp", "binary", "omap", "pairs", "set", "merge")
-}
 
 
 @lru_cache(maxsize=1)
@@ -211,29 +481,159 @@ def merge(base: Any, over: Any) -> Any:
     return out
 
 
-def read_document(path: str | Path, _chain: tuple[Path, ...] = ()) -> Document:
-    """Parse a spec file and resolve its ``extends`` chain into one document."""
-    p = Path(path)
+def within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is ``root`` or inside it, after resolving symlinks and ``..`` in both.
+
+    The one containment check for files a spec names (``extends:``, ``weights:``); lint and the
+    builder call it too."""
     try:
-        text = p.read_text(encoding="utf-8")
+        r, p = Path(os.path.realpath(root)), Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
+    return p == r or r in p.parents
+
+
+def spec_roots(file: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> tuple[Path, ...]:
+    """Folders a spec may read from: its own folder tree, plus ``root`` (the caller's) or, when
+    no ``root`` is given, ``$ZOO_SPEC_ROOT``."""
+    extra = root if root is not None else os.environ.get("ZOO_SPEC_ROOT") or None
+    roots = [Path(os.path.realpath(Path(file).parent))]
+    if extra is not None:
+        roots.append(Path(os.path.realpath(Path(extra).expanduser())))
+    return tuple(roots)
+
+
+def _outside(path: Path, roots: tuple[Path, ...], what: str) -> str | None:
+    if any(within(r, path) for r in roots):
+        return None
+    return (f"{what} {path} is outside the spec's folder tree ({roots[0]}); a spec reads files only there "
+            "unless the caller allows more (ZOO_SPEC_ROOT=folder, or root= in Python)")
+
+
+_FILE_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
+
+
+def read_spec_bytes(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a spec file: regular files only (checked before opening, so FIFOs and devices
+    are never opened, and again on the open descriptor), at most ``limit`` bytes, never read whole
+    when larger. Any problem is a :class:`SpecError` naming the file."""
+    where = Location(str(path))
+    try:
+        st = os.stat(path)
     except FileNotFoundError:
-        raise SpecError("no such file", Location(str(p))) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read: {exc}", Location(str(p))) from None
-    doc = parse_yaml(text, str(p))
-    if not (isinstance(doc.data, dict) and "extends" in doc.data):
-        return doc
-    ref = doc.data["extends"]
-    here = doc.location(("extends",))
+        dangling = os.path.islink(path)
+        raise SpecError("no such file" + (" (dangling symlink)" if dangling else ""), where) from None
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", where) from None
+
+    def check(mode: int, size: int) -> None:
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a file")
+            raise SpecError(f"not a regular file ({kind}); spec files must be regular files", where)
+        if size > limit:
+            raise SpecError(f"file is {size} bytes; spec files are limited to {limit // (1 << 20)} MiB", where)
+
+    check(st.st_mode, st.st_size)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror or exc}", where) from None
+    try:
+        st = os.fstat(fd)
+        check(st.st_mode, st.st_size)  # swapped for something else since the stat above
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            block = os.read(fd, min(1 << 16, limit + 1 - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+            if total > limit:
+                raise SpecError(f"file grew past {limit // (1 << 20)} MiB while being read; spec files are limited to that",
+                                where)
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror or exc}", where) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _decode(raw: bytes, file: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecError(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded", Location(file, line, col)) from None
+
+
+Reads = list[tuple[str, "str | None"]]
+
+
+def _digest(raw: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(raw).hexdigest()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str | None:
+    """What :func:`read_document` records for a file it read (``None``: it could not be read)."""
+    try:
+        return _digest(read_spec_bytes(path))
+    except SpecError:
+        return None
+
+
+def _extends_path(ref: Any, p: Path, here: Location) -> Path:
     if not isinstance(ref, str) or not ref.endswith((".yaml", ".yml")):
         raise SpecError("expected the path of a spec file relative to this one, e.g. ddim.yaml", here)
-    parent_path = (p.parent / ref).resolve()
-    chain = _chain + (p.resolve(),)
+    if not ref.isprintable():
+        raise SpecError(f"the path {ref!r} contains control characters", here)
+    if len(ref) > MAX_EXTENDS_CHARS or any(len(part.encode()) > 255 for part in ref.split("/")):
+        raise SpecError(f"the path is too long ({len(ref)} characters; at most {MAX_EXTENDS_CHARS}, 255 per name)", here)
+    return p.parent / ref
+
+
+def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str | os.PathLike[str] | None = None,
+                  reads: Reads | None = None, _roots: tuple[Path, ...] | None = None) -> Document:
+    """Parse a spec file and resolve its ``extends`` chain into one document.
+
+    Parents must lie in the spec's folder tree (or under ``root`` / ``$ZOO_SPEC_ROOT``).
+    ``reads`` collects ``(path, sha1 or None)`` of every file read or looked for, so a cache
+    can tell when the result may have changed."""
+    p = Path(path)
+    roots = _roots or spec_roots(p, root)
+    try:
+        raw = read_spec_bytes(p)
+    except SpecError:
+        if reads is not None:
+            reads.append((str(p), None))
+        raise
+    if reads is not None:
+        reads.append((str(p), _digest(raw)))
+    doc = parse_yaml(_decode(raw, str(p)), str(p))
+    if not (isinstance(doc.data, dict) and "extends" in doc.data):
+        return doc
+    here = doc.location(("extends",))
+    joined = _extends_path(doc.data["extends"], p, here)
+    try:
+        parent_path = joined.resolve()
+        chain = _chain + (p.resolve(),)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise SpecError(f"cannot resolve {joined}: {exc}", here) from None
+    outside = _outside(parent_path, roots, "the parent")
+    if outside:
+        raise SpecError(outside, here)
     if parent_path in chain:
         raise SpecError(f"extends cycle: {' -> '.join(c.name for c in chain)} -> {parent_path.name}", here)
-    if not parent_path.is_file():
-        raise SpecError(f"extends: no such file {parent_path}", here)
-    parent = read_document(parent_path, chain)
+    try:
+        parent = read_document(parent_path, chain, reads=reads, _roots=roots)
+    except SpecError as exc:
+        if exc.location.file == str(parent_path) and exc.location.line is None:  # the parent file itself
+            raise SpecError(f"extends {parent_path}: {exc.message}", here) from None
+        raise
     child = {k: v for k, v in doc.data.items() if k != "extends"}
     merged = Document(merge(parent.data, child), str(p))
     for key, pos in parent.positions.items():
@@ -242,6 +642,25 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = ()) -> Document:
             merged.origins[key] = parent.origins.get(key, parent.file)
     merged.positions.update(doc.positions)
     return merged
+
+
+def check_paths(spec: Spec, doc: Document, roots: tuple[Path, ...]) -> None:
+    """Weights a spec names must lie inside its folder tree (or the caller's root)."""
+    base = Path(doc.file).parent
+    problems = []
+    for role, model in spec.models.items():
+        for variant, src in model.variants.items():
+            weights = getattr(src, "weights", None)
+            if isinstance(weights, str):  # a hub file ({hub, filename, ...}) is fetched, not read from the tree
+                outside = _outside(base / weights, roots, "the weights file")
+                if outside:
+                    problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "weights"))))
+            for i, adapter in enumerate(getattr(src, "adapters", None) or []):
+                outside = _outside(base / adapter.path, roots, "the adapter folder") if adapter.path else None
+                if outside:
+                    problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "adapters", i, "path"))))
+    if problems:
+        raise SpecErrors(problems)
 
 
 def locate(file: str | None, field_path: str) -> Location:
@@ -259,8 +678,14 @@ def locate(file: str | None, field_path: str) -> Location:
     return doc.location(parts, field_path)
 
 
-def load_spec_file(path: str | Path) -> Spec:
-    """Read, parse (with ``extends``) and validate one spec file; all problems at once in :class:`SpecErrors`."""
-    doc = read_document(path)
+def load_spec_file(path: str | Path, *, root: str | os.PathLike[str] | None = None, reads: Reads | None = None) -> Spec:
+    """Read, parse (with ``extends``) and validate one spec file; all problems at once in :class:`SpecErrors`.
+
+    Files the spec names (``extends:`` parents, ``weights``) must lie in its folder tree, or
+    under ``root`` (default ``$ZOO_SPEC_ROOT``) when the caller allows more."""
+    roots = spec_roots(path, root)
+    doc = read_document(path, reads=reads, _roots=roots)
     _DOCUMENTS[str(path)] = doc
-    return validate_document(doc)
+    spec = validate_document(doc)
+    check_paths(spec, doc, roots)
+    return spec

@@ -6,6 +6,7 @@ shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import os
 import sys
@@ -13,7 +14,7 @@ import time
 from typing import Any
 
 import zoo
-from registry.errors import SpecErrors, ZooError
+from registry.errors import SpecErrors, ZooError, printable
 
 EPILOG = """examples:
   zoo list --task text-generation
@@ -72,15 +73,17 @@ def _extra_options(extra: list[str]) -> dict[str, str]:
 def cmd_list(args: argparse.Namespace) -> int:
     names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
     cat = zoo.catalog()
-    headers = [cat.get(n).header or {} for n in names]
+    by_name = {e.name: e.header or {} for e in cat.entries()}  # the index's headers: no YAML parsed
+    headers = [by_name[n] for n in names]
     if args.json:
         print(json.dumps([{k: h[k] for k in ("name", "task", "title", "tags", "variants")} for h in headers], indent=2))
     else:
-        width = max([len(n) for n in names] + [4])
+        width = max([len(printable(n)) for n in names] + [4])
         for h in headers:
             status = h.get("status") or {}
             variants = ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"])
-            print(f"{h['name']:<{width}}  {h['task']:<22} {variants:<12} {h['title']}")
+            print(f"{printable(h['name']):<{width}}  {printable(h['task']):<22} "
+                  f"{printable(variants):<12} {printable(h['title'])}")
     broken = cat.broken()
     for b in broken:
         print(f"BROKEN {b.error}", file=sys.stderr)
@@ -90,10 +93,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     e = zoo.entry(args.name)
     s = zoo.spec(args.name)
+
+    def print(line: str = "") -> None:  # noqa: A001 - every line shows spec text: escape it
+        builtins.print(printable(line))
     if args.yaml:
         import yaml
 
-        print(yaml.safe_dump(s.model_dump(mode="json", exclude_defaults=True), sort_keys=False, width=110), end="")
+        builtins.print(yaml.safe_dump(s.model_dump(mode="json", exclude_defaults=True), sort_keys=False, width=110), end="")
         return 0
     print(f"{s.name}: {s.title}")
     print(f"  file:            {e.path}  ({e.origin})")
@@ -156,7 +162,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             problems = lint(s, path)
             if problems:
                 raise SpecErrors(problems)
-            print(f"{path}: ok ({s.name})")
+            print(printable(f"{path}: ok ({s.name})"))
         except SpecErrors as exc:
             bad += 1
             for line in exc.lines():
@@ -191,14 +197,21 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         except ValidationError as exc:
             err = exc.errors(include_url=False)[0]
             field = "--" + ".".join(str(p) for p in err["loc"]).replace("_", "-")
-            msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"]
+            msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+            if err["type"] == "value_error":  # a validator's own message says what is expected
+                raise ZooError(f"{field}: {msg}") from None
             fields = ", ".join("--" + f.replace("_", "-") for f in cli_cls.model_fields)
             raise ZooError(f"{field}: {msg} (options of {pipe.default}: {fields or 'none'})") from None
     elif options:
         raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
-    print(proc.run_cli(inputs, args.seed))
-    print(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
-          f"{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
+    try:
+        text = proc.run_cli(inputs, args.seed)
+    except OSError as exc:  # an output file that cannot be written
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        raise ZooError(f"{pipe.default}: cannot write{where}: {exc.strerror or exc}") from None
+    print(text)
+    print(printable(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
+                    f"{time.perf_counter() - t0:.1f}s]"), file=sys.stderr)
     return 0
 
 
@@ -211,13 +224,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     elif not args.names:
         raise ZooError("zoo check: name a spec (or a spec file), or pass --all")
     else:
-        targets = []
-        for n in args.names:
-            try:
-                targets.append(zoo.entry(n))
-            except ZooError as exc:
-                print(f"FAIL  {n}  validates: {exc}")
-                return 1
+        # a spec that does not validate stops here: its one-line error, exit 2 (see main)
+        targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
                     target=Target(args.device, args.dtype))
     return 0 if ok else 1
@@ -241,12 +249,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"threads     OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     print("specs:")
     cat = zoo.catalog()
+    broken = cat.broken()
     for e in cat.entries():
         s = e.spec
-        assert s is not None
+        if s is None:  # changed on disk since it was indexed
+            broken.append(e)
+            continue
         here = [v for v in s.variants if fits(s.hardware[v], m)[0]]
-        print(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})")
-    broken = cat.broken()
+        print(printable(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})"))
     for b in broken:
         print(f"  BROKEN {b.error}")
     return 1 if broken else 0
@@ -299,7 +309,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _EscapingStdout:
+    """``sys.stdout`` for the commands: every character that is not printable, except newlines
+    and tabs, is escaped (spec text in method or conformance output cannot drive the terminal)."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if not text.isprintable():
+            text = "\n".join("\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n"))
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit status: 0 ok, 1 a check failed, 2 bad input (one line on stderr)."""
+    stdout = sys.stdout
+    sys.stdout = _EscapingStdout(stdout)  # type: ignore[assignment]
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        # the reader went away (`zoo show x | head`): stop quietly; point stdout at /dev/null so
+        # the interpreter's final flush does not complain (the recipe of Python's signal docs)
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "run":

@@ -27,6 +27,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from zoo.common.output import OutPath
 
 __all__ = ["run_scheduler", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape"]
 
@@ -63,7 +64,7 @@ def sample_shape(model: Any) -> tuple[int, ...]:
 class SamplerCli(CliInputs):
     nfe: int = Field(10, ge=1, description="number of model evaluations")
     n: int = Field(2000, ge=1, le=200_000, description="number of samples")
-    out: str | None = Field(None, description="PNG path: samples over the true density (2-D toy only)")
+    out: OutPath | None = Field(None, description="PNG path (.png added when missing): samples over the true density (2-D toy) or an image grid")
 
 
 class SchedulerSampler(Procedure):

@@ -17,6 +17,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from zoo.common.output import OutPath
 from zoo.common.activations import collect_activations
 from zoo.common.sae import SparseAutoencoder, TrainConfig, fraction_variance_unexplained, train_sae
 
@@ -63,7 +64,7 @@ class FeatureDeathReport(Procedure):
             "gaussian", description="decoder-column init: isotropic (the closed forms' assumption) or U(-1,1) entries")
 
     class CliInputs(BaseCliInputs):
-        out: str = "sae-feature-death.png"
+        out: OutPath = "sae-feature-death.png"
         layer: int | None = None
         max_tokens: int | None = None
         magnitudes: str | None = None  # comma-separated
