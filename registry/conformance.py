@@ -205,7 +205,30 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
         cls = library_class("diffusers", source.tiny.model_class or source.model_class)
         model = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
     model.save_pretrained(str(save_dir))
-    return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
+    update: dict[str, Any] = {"id": str(target), "revision": None, "allow_unpinned": True}
+    if source.adapters:
+        update["adapters"] = _tiny_adapters(model, source, workdir)
+    return source.model_copy(update=update)
+
+
+def _tiny_adapters(model: Any, source: HubSource, workdir: Path) -> list[Any]:
+    """A random LoRA per declared adapter (peft's default target modules for the model type),
+    saved locally under the declared file name; the adapters then load through the same call."""
+    import peft
+
+    from .weights import sha256_file
+
+    out = []
+    for i, adapter in enumerate(source.adapters):
+        folder = workdir / f"adapter-{i}"
+        lora = peft.get_peft_model(model, peft.LoraConfig(r=2, init_lora_weights=False))
+        lora.save_pretrained(str(folder))
+        model = lora.unload()
+        saved = folder / "adapter_model.safetensors"
+        if adapter.weight_name != saved.name:
+            saved = saved.rename(folder / adapter.weight_name)
+        out.append(adapter.model_copy(update={"hub": None, "revision": None, "path": str(folder), "sha256": sha256_file(saved)}))
+    return out
 
 
 def tiny_tokenizer(vocab: list[str] | None = None, **special: str) -> Any:

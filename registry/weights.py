@@ -188,8 +188,16 @@ def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: P
         aloc = Location(loc.file, loc.line, loc.column, f"{loc.field}.adapters.{i}" if loc.field else f"adapters.{i}")
         folder = adapter_folder(adapter, spec_dir, aloc)
         try:
-            if library == "transformers":
-                model.load_adapter(str(folder), adapter_name=adapter.adapter_name, local_files_only=True)
+            if library == "transformers":  # the verified file itself, never a fallback .bin
+                import json
+
+                from safetensors.torch import load_file
+
+                from peft.config import PeftConfig
+
+                config = PeftConfig.from_peft_type(**json.loads((folder / "adapter_config.json").read_text()))
+                model.load_adapter(peft_config=config, adapter_state_dict=load_file(str(folder / adapter.weight_name)),
+                                   adapter_name=adapter.adapter_name)
             elif hasattr(model, "load_lora_weights"):  # a diffusers pipeline
                 model.load_lora_weights(str(folder), weight_name=adapter.weight_name, adapter_name=adapter.adapter_name)
             else:  # a diffusers model
