@@ -203,6 +203,7 @@ class Catalog:
         self._dirs: list[tuple[Path, str]] = []
         self._entries: dict[str, Entry] | None = None
         self._broken: list[Entry] = []
+        self._source_errors: list[Entry] = []  # zoo.specs entry points whose package fails to import
         self._cache_hits = 0
 
     # ------------------------------------------------------------------ sources
@@ -220,11 +221,22 @@ class Catalog:
         from importlib.metadata import entry_points
         from importlib.util import find_spec
 
+        self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
-            found = find_spec(ep.value)
-            locations = list(found.submodule_search_locations or []) if found else []
-            for loc in locations:
-                out.append((Path(loc), f"entry point {ep.name} ({ep.value})"))
+            origin = f"entry point {ep.name} ({ep.value})"
+            try:  # a plugin whose package fails to import is one BROKEN line, never a crash
+                found = find_spec(ep.value)
+                if found is None:
+                    raise ModuleNotFoundError(f"no module named {ep.value!r}")
+            except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
+                from .resolve import one_line_import_error
+
+                err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
+                                Location(None, None, None, f"plugin {ep.name}"))
+                self._source_errors.append(Entry(Path(ep.value), origin, error=err))
+                continue
+            for loc in list(found.submodule_search_locations or []):
+                out.append((Path(loc), origin))
         for raw in os.environ.get("ZOO_SPECS_PATH", "").split(os.pathsep):
             if raw.strip():
                 out.append((Path(raw).expanduser().resolve(), "ZOO_SPECS_PATH"))
@@ -278,6 +290,7 @@ class Catalog:
                         continue
                     entries[entry.name] = entry
             cache.save()
+            broken.extend(self._source_errors)
             self._entries, self._broken, self._cache_hits = entries, broken, cache.hits
             return entries
 

@@ -87,7 +87,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     broken = cat.broken()
     for b in broken:
         print(f"BROKEN {b.error}", file=sys.stderr)
-    return 1 if broken and args.strict else 0
+    if args.broken:  # also import every zoo.plugins package (listing itself never does)
+        from registry.resolve import plugin_problems
+
+        plugins = plugin_problems()
+        for name, why in plugins.items():
+            print(printable(f"BROKEN plugin {name}: {why}"), file=sys.stderr)
+        broken = [*broken, *plugins]
+    return 1 if broken and (args.strict or args.broken) else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -259,7 +266,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(printable(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})"))
     for b in broken:
         print(f"  BROKEN {b.error}")
-    return 1 if broken else 0
+    from registry.resolve import plugin_problems
+
+    plugins = plugin_problems()
+    for name, why in plugins.items():
+        print(printable(f"  BROKEN plugin {name}: {why}"))
+    return 1 if broken or plugins else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -275,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fits", help="only specs with a variant for this accelerator (cpu, cuda)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--strict", action="store_true", help="exit 1 if any spec is broken")
+    s.add_argument("--broken", action="store_true", help="also import every plugin package and list the broken ones (exit 1 if any)")
 
     s = sub.add_parser("show", help="a spec: models, samplers, variants and fit here, metrics paper vs reproduced")
     s.add_argument("name", help="spec name or spec file")
