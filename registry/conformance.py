@@ -183,7 +183,9 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
         )
     from .resolve import library_class
 
-    cfg = dict(source.tiny.config)
+    from .spec import refuse_code_keys
+
+    cfg = dict(refuse_code_keys(dict(source.tiny.config)))  # again here: the harness never writes code keys
     target = workdir / "tiny"
     save_dir = target / source.subfolder if source.subfolder else target
     from .build import _is_model_class
@@ -255,8 +257,12 @@ def _tiny_preprocessor(library: str, cls: type, cfg: dict[str, Any]) -> Any:
 
 
 # ----------------------------------------------------------------------------- checks
-def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> list[Check]:
-    """All conformance checks of one spec file (cheap to create; work happens when run)."""
+def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allow_remote_code_stub: bool = False) -> list[Check]:
+    """All conformance checks of one spec file (cheap to create; work happens when run).
+
+    ``allow_remote_code_stub`` is the caller's consent to load a ``trust_remote_code`` role's
+    tiny, code-free checkpoint with ``trust_remote_code=True``; without it that check is SKIP.
+    The spec's own ``trust_remote_code`` is never taken as consent."""
     name = entry.name
     if entry.spec is None:
         err = entry.error
@@ -270,7 +276,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
     def validates() -> None:
         from .lint import lint
 
-        problems = lint(spec, file)
+        problems = lint(spec, file, resolve=True)
         assert not problems, "; ".join(str(p) for p in problems)
 
     checks: list[Check] = [Check(name, f"{name}::validates", validates)]
@@ -320,11 +326,17 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
 
                     if isinstance(src, HubSource) and src.tiny is None and spec.hardware[v].status == "declared-only":
                         raise Skipped(str(spec.hardware[v].refusal(v)) + "; no tiny: block to test its loading path")
+                    # The harness never consents on the spec's behalf: a remote-code role is built
+                    # (from a code-free tiny checkpoint, the "stub") only if the caller said so.
+                    needs_code = bool(getattr(src, "trust_remote_code", False))
+                    if needs_code and not allow_remote_code_stub:
+                        raise Skipped("needs remote code; checked on a code-free stub only with "
+                                      "`zoo check --allow-remote-code-stub` (the caller's consent)")
                     with tempfile.TemporaryDirectory() as tmp:
                         tiny = _tiny_checkpoint(src, Path(tmp))
                         obj = build_model(tiny, spec_dir=entry.path.parent, device="cpu",
-                                          trust_remote_code=getattr(src, "trust_remote_code", False),
-                                          loc=locate(file, f"models.{role}.variants.{v}"))
+                                          trust_remote_code=needs_code and allow_remote_code_stub,
+                                          loc=locate(file, f"models.{role}.variants.{v}"), allow_outside_paths=True)
                         assert obj is not None
                         if hasattr(obj, "parameters"):
                             assert sum(p.numel() for p in obj.parameters()) > 0, "loaded model has no parameters"
@@ -444,7 +456,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
             refusal = spec.hardware[m.variant].refusal(m.variant)
             if refusal:
                 raise Skipped(refusal)
-            resolve(m.check, kind="metric check")
+            resolve(m.check, kind="metric_check")
             value = _pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
@@ -465,7 +477,7 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
 
     assert isinstance(src.weights, HubFile)
     file = str(entry.path)
-    factory = resolve(src.factory, locate(file, f"{field}.factory"))
+    factory = resolve(src.factory, locate(file, f"{field}.factory"), kind="factory")
     reference = factory(**src.config)
     state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
     raw = inverse_converter(src.convert, locate(file, f"{field}.convert"))(state)
@@ -536,13 +548,14 @@ def run_check(check: Check) -> tuple[str, str, float]:
 
 
 def run_checks(
-    entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target()
+    entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
+    allow_remote_code_stub: bool = False,
 ) -> bool:
     """Run every check of ``entries``; print one line per check; True if none failed."""
     load_hypothesis_profile(slow)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     for entry in entries:
-        for check in checks_for(entry, slow=slow, target=target):
+        for check in checks_for(entry, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub):
             if only and only not in check.id:
                 continue
             status, msg, secs = run_check(check)

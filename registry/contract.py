@@ -1,5 +1,16 @@
 """What a method's code offers the engine: procedures (samplers, analyses, training recipes),
-named invariants and metric checks.
+model factories, metric checks and named invariants.
+
+Nothing a spec names is callable unless its author opted in: a spec's ``"package.module:attr"``
+string resolves (:func:`registry.resolve.resolve`) only to an object registered here for the
+kind the spec field asks for. Procedures opt in by subclassing :class:`Procedure`; factories,
+metric checks, converters and transforms by a decorator::
+
+    @factory                                  # config validated against the signature
+    def build_affine(dim: Annotated[int, Field(ge=1, le=4096)] = 2) -> Affine: ...
+
+    @metric_check
+    def sample_mean_abs(pipeline) -> float: ...
 
 This module is the whole method-facing API. It imports neither torch nor Hypothesis, so
 ``import registry`` stays cheap; method code imports what it needs itself.
@@ -28,13 +39,14 @@ Conformance checks that the cached weights are bit-identical after every procedu
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
 
 class ProcedureParams(BaseModel):
@@ -82,6 +94,10 @@ class Procedure:
     def output_rows(self, outputs: Any) -> list[Any]:
         """Split a batched result into per-row results (same order as ``input_rows``)."""
         raise NotImplementedError(f"{type(self).__name__} declares batch_independent but has no output_rows")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY.setdefault("procedure", set()).add(cls)  # subclassing is the opt-in
 
     def run_cli(self, inputs: BaseModel | None, seed: int) -> str:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""
@@ -187,3 +203,116 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
         for (module, name), fn in _INVARIANTS.items()
         if module == module_prefix or module.startswith(module_prefix + ".")
     }
+
+
+# ----------------------------------------------------------------------------- registration
+#: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
+#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``); ``converter`` and
+#: ``transform`` are reserved for the weight-conversion engine.
+KINDS = ("factory", "procedure", "metric_check", "converter", "transform")
+_REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
+_FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FactoryParams(BaseModel):
+    """Base of a factory's ``config`` model: unknown keys are errors, values are validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, arbitrary_types_allowed=True)
+
+
+def register(kind: str, obj: F) -> F:
+    """Record ``obj`` as something a spec may name under ``kind`` (one of :data:`KINDS`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    if not callable(obj):
+        raise TypeError(f"only callables can be registered as a {kind}, got {type(obj).__name__}")
+    _REGISTRY[kind].add(obj)
+    return obj
+
+
+def is_registered(obj: Any, kind: str) -> bool:
+    """True if ``obj`` was registered (or, for procedures, subclassed :class:`Procedure`) for ``kind``."""
+    try:
+        return obj in _REGISTRY.get(kind, ())
+    except TypeError:  # unhashable
+        return False
+
+
+def _params_from_signature(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A :class:`FactoryParams` model of ``fn``'s keyword parameters (annotations and defaults,
+    ``Annotated[int, Field(le=...)]`` bounds included). ``*args``/``**kwargs`` cannot be validated."""
+    import types
+    import typing
+
+    # PEP 563 string annotations, resolved in the factory's module; the return annotation is
+    # ignored (it may name a class defined further down the module).
+    shim = types.SimpleNamespace(
+        __annotations__={k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"},
+        __globals__=getattr(fn, "__globals__", {}),
+    )
+    try:
+        hints = typing.get_type_hints(shim, globalns=shim.__globals__, include_extras=True)
+    except Exception as exc:  # noqa: BLE001 - NameError, TypeError, ...
+        raise TypeError(f"@factory {fn.__qualname__}: cannot resolve its annotations ({exc}); pass @factory(params=Model)") from None
+    fields: dict[str, Any] = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(
+                f"@factory {fn.__qualname__}: *args/**kwargs cannot be validated; pass @factory(params=Model)"
+            )
+        if p.kind is p.POSITIONAL_ONLY:
+            raise TypeError(f"@factory {fn.__qualname__}: parameter {name} is positional-only")
+        ann = Any if p.annotation is p.empty else hints.get(name, p.annotation)
+        fields[name] = (ann, ... if p.default is p.empty else p.default)
+    return create_model(f"{fn.__name__}_config", __base__=FactoryParams, **fields)
+
+
+@overload
+def factory(fn: F) -> F: ...
+@overload
+def factory(*, params: type[BaseModel]) -> Callable[[F], F]: ...
+def factory(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
+    """Register a model factory (``source: zoo``). The spec's ``config`` is validated before the
+    call against ``params`` (a :class:`FactoryParams` model), or a model derived from the
+    signature; the factory then receives the validated values as keyword arguments."""
+
+    def deco(f: F) -> F:
+        if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
+            raise TypeError("@factory(params=...) needs a pydantic model class")
+        model = params if params is not None else _params_from_signature(f)
+        if model.model_config.get("extra") != "forbid":
+            raise TypeError(f"@factory {f.__qualname__}: params model must forbid extra keys (subclass FactoryParams)")
+        _FACTORY_PARAMS[f] = model
+        return register("factory", f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def factory_params(fn: Any) -> type[BaseModel]:
+    """The config model of a registered factory."""
+    return _FACTORY_PARAMS[fn]
+
+
+def metric_check(fn: F) -> F:
+    """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance."""
+    return register("metric_check", fn)
+
+
+def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
+    """Register a weight converter ``fn(state_dict) -> state_dict`` (a spec's ``convert:``): it maps
+    a checkpoint's keys/layout to the factory's. ``inverse`` maps the factory's state dict back to
+    the checkpoint's layout; the conformance loading-path check needs it (``@converter(inverse=f)``)."""
+
+    def deco(f: F) -> F:
+        if inverse is not None:
+            f.inverse = inverse  # type: ignore[attr-defined]
+        return register("converter", f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def transform(fn: F) -> F:
+    """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
+    ``transform:``): quantise, patch an embedder, install attention processors."""
+    return register("transform", fn)

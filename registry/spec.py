@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 TARGET_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
@@ -20,6 +20,61 @@ Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier"
 Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
 DType = Literal["float32", "float16", "bfloat16", "float64"]
 Accelerator = Literal["cpu", "cuda", "mps", "any"]
+
+
+#: Keys that grant consent or switch a loader to code/pickle/network. A spec can never pass them to
+#: code (factory ``config``, procedure ``params``, metric ``check_params``, timm ``kwargs``): consent
+#: comes from the caller (``trust_remote_code=True``), never from the spec's own arguments.
+CONSENT_KEYS = frozenset({
+    "trust_remote_code", "allow_remote_code", "remote_code", "weights_only", "allow_pickle", "use_safetensors",
+    "local_files_only", "allow_unpinned", "token", "use_auth_token", "custom_pipeline", "custom_pipelines",
+    "auto_map", "code_revision", "checkpoint_path", "pretrained_cfg_overlay", "pretrained_cfg", "cache_dir",
+    "force_download", "proxies",
+})
+#: Keys of a ``tiny.config`` that would make transformers/diffusers import code: ``auto_map``
+#: (transformers' remote code), ``custom_pipeline(s)`` (diffusers' community code), the
+#: ``*_class``/``*_class_name`` keys that name a class to import (``tokenizer_class``,
+#: ``processor_class``, diffusers' ``_class_name``) and ``architectures``.
+CODE_KEY_SUFFIXES = ("_class", "_class_name", "auto_map", "custom_pipeline", "custom_pipelines")
+CODE_KEYS = frozenset({"architectures", "auto_map", "custom_pipeline", "custom_pipelines", "_name_or_path"})
+
+
+def _walk_keys(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """``(dotted path, key)`` of every mapping key at any depth of ``value``."""
+    out: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            p = f"{path}.{k}" if path else str(k)
+            out.append((p, str(k)))
+            out.extend(_walk_keys(v, p))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.extend(_walk_keys(v, f"{path}.{i}" if path else str(i)))
+    return out
+
+
+def refuse_consent_keys(value: Any) -> Any:
+    """Validator: no consent/loader-switch key (:data:`CONSENT_KEYS`) at any depth."""
+    for path, key in _walk_keys(value):
+        if key.lower() in CONSENT_KEYS:
+            raise ValueError(
+                f"{path}: {key!r} cannot be set by a spec (consent comes from the caller, e.g. "
+                f"zoo.load(..., trust_remote_code=True), and only for a hub source that declares it)"
+            )
+    return value
+
+
+def refuse_code_keys(value: Any) -> Any:
+    """Validator of ``tiny.config``: no key that points transformers/diffusers at code."""
+    refuse_consent_keys(value)
+    for path, key in _walk_keys(value):
+        k = key.lower()
+        if k in CODE_KEYS or k.endswith(CODE_KEY_SUFFIXES):
+            raise ValueError(f"{path}: {key!r} points at code; a tiny checkpoint is plain config only")
+    return value
+
+
+ConsentFree = Annotated[dict[str, Any], AfterValidator(refuse_consent_keys)]
 
 
 class Strict(BaseModel):
@@ -38,7 +93,10 @@ class TinyCheckpoint(Strict):
     """How the conformance harness makes a tiny local checkpoint of the same model type, so the
     ``full`` variant's loading path can be tested offline (``save_pretrained`` then the same builder)."""
 
-    config: dict[str, Any] = Field(description="kwargs of the config (transformers: must contain model_type)")
+    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys)] = Field(
+        description="kwargs of the config (transformers: must contain model_type); keys that point at code "
+        "(auto_map, *_class, custom_pipelines, ...) are refused"
+    )
     model_class: str | None = Field(
         None, description="class used to create the tiny model, when it differs from the loading class"
     )
@@ -104,7 +162,10 @@ class HubSource(Transformable):
 
     source: Literal["transformers", "diffusers"]
     model_class: str = Field(description="class in the library, e.g. AutoModelForCausalLM, UNet2DModel")
-    id: str | None = Field(None, description="hub id (needs revision) or local directory")
+    id: str | None = Field(
+        None, description="hub id (needs revision, with or without an org) or a local directory starting with ./, ../, / or ~ "
+        "(relative paths resolve against the spec's folder and must stay inside it)"
+    )
     revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit of a hub id")
     allow_unpinned: bool = False
     subfolder: str | None = None
@@ -117,31 +178,68 @@ class HubSource(Transformable):
     def _pinned(self) -> "HubSource":
         if self.id is None:
             raise ValueError("id: a hub id or a local directory is required")
-        looks_remote = "/" in self.id and not self.id.startswith((".", "/", "~"))
-        if looks_remote and self.revision is None and not self.allow_unpinned:
+        if looks_remote(self.id) and self.revision is None and not self.allow_unpinned:
             raise ValueError(f"revision: hub id {self.id!r} needs a pinned 40-hex revision (or allow_unpinned: true)")
         return self
 
 
+def looks_remote(model_id: str) -> bool:
+    """A hub id (``org/name`` or org-less ``gpt2``) unless it is written as a path (``./``, ``../``,
+    ``/``, ``~``, or ``.``): ambiguous bare names are hub ids and need a pinned revision."""
+    return not (model_id in (".", "..") or model_id.startswith(("./", "../", "/", "~", ".\\", "..\\")))
+
+
+#: The ``timm.create_model`` keyword arguments a spec may set: architecture shape only. Anything
+#: that names a file, a URL or a pretrained config (``checkpoint_path``, ``pretrained_cfg_overlay``,
+#: ``pretrained_cfg``, ``cache_dir``) is refused.
+TIMM_KWARGS = frozenset({"num_classes", "in_chans", "global_pool", "drop_rate", "drop_path_rate", "img_size"})
+
+
 class TimmSource(Transformable):
-    """A model role created with ``timm.create_model``."""
+    """A model role created with ``timm.create_model``, architecture only; weights come from a local
+    safetensors file with its sha256 (``pretrained: true`` downloads unpinned weights: it needs
+    ``allow_unpinned: true`` and a network, and is refused offline)."""
 
     source: Literal["timm"]
-    model_name: str
+    model_name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
     pretrained: bool = False
-    weights: str | None = Field(None, description="local safetensors file, relative to the spec file")
+    allow_unpinned: bool = False
+    weights: str | None = Field(None, description="local safetensors file, relative to the spec file (needs sha256)")
     sha256: str | None = Field(None, pattern=SHA256_RE)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = Field({}, description=f"only {', '.join(sorted(TIMM_KWARGS))}; scalar values")
     dtype: DType | None = None
+    allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
+
+    @model_validator(mode="after")
+    def _safe(self) -> "TimmSource":
+        bad = sorted(set(self.kwargs) - TIMM_KWARGS)
+        if bad:
+            raise ValueError(f"kwargs: {', '.join(bad)} not allowed for timm (allowed: {', '.join(sorted(TIMM_KWARGS))})")
+        for key, value in self.kwargs.items():
+            ok = isinstance(value, (bool, int, float, str)) or (
+                isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) for v in value))
+            if not ok:
+                raise ValueError(f"kwargs.{key}: expected a number, a string or a short list of ints, got {type(value).__name__}")
+        if self.weights is not None:
+            if self.sha256 is None:
+                raise ValueError("sha256: local weights need their sha256")
+            if not self.weights.endswith(".safetensors"):
+                raise ValueError("weights: only .safetensors files may ship with a spec")
+            if self.pretrained:
+                raise ValueError("pretrained: give either pretrained: true or local weights, not both")
+        if self.pretrained and not self.allow_unpinned:
+            raise ValueError("pretrained: timm downloads unpinned weights; ship weights + sha256, or set allow_unpinned: true")
+        return self
 
 
 class ZooSource(Transformable):
-    """A model role built by a factory in an allowed package, optionally loading weights:
-    a local file or one file of a hub repository, mapped to the factory's keys by ``convert``."""
+    """A model role built by a registered factory (``@registry.contract.factory``) of an allowed
+    package, optionally loading weights: a local file or one file of a hub repository, mapped to
+    the factory's keys by ``convert``."""
 
     source: Literal["zoo"]
     factory: Target
-    config: dict[str, Any] = {}
+    config: ConsentFree = Field({}, description="keyword arguments of the factory, validated against its params model")
     weights: str | HubFile | None = Field(
         None, description="a local .safetensors (or .pt/.pth/.ckpt, read with weights_only) file relative to the spec file, or {hub, revision, filename, sha256}"
     )
@@ -150,6 +248,7 @@ class ZooSource(Transformable):
         None, description='"pkg.module:fn" registered as a converter: fn(state_dict) -> state_dict with the factory\'s keys'
     )
     dtype: DType | None = None
+    allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
 
     @model_validator(mode="after")
     def _hash(self) -> "ZooSource":
@@ -187,8 +286,8 @@ class ModelRole(Strict):
 
 class ProcedureSpec(Strict):
     target: Target
-    params: dict[str, Any] = {}
-    variant_params: dict[Name, dict[str, Any]] = Field(
+    params: ConsentFree = {}
+    variant_params: dict[Name, ConsentFree] = Field(
         {}, description="per-variant overrides of params, e.g. {full: {train_steps: 2000}}"
     )
     roles: list[str] | None = Field(
@@ -244,7 +343,7 @@ class Metric(Strict):
     tolerance: float | None = Field(None, ge=0)
     command: str | None = Field(None, description="the command that reproduces the number")
     check: Target | None = Field(None, description="callable(pipeline, **check_params) -> float re-checked by conformance")
-    check_params: dict[str, Any] = Field({}, description="keyword arguments of the check, e.g. {nfe: 6}")
+    check_params: ConsentFree = Field({}, description="keyword arguments of the check, e.g. {nfe: 6}")
     slow: bool = Field(False, description="too slow for the default conformance run")
     setting: dict[str, Any] = Field({}, description="conditions the number holds under, e.g. {nfe: 10, lanes: 4}")
     source: str | None = Field(None, description="where a reported number comes from (table, figure)")

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import BuildError, Location
 from .hardware import offline
-from .spec import Adapter, HubFile, HubSource, ModelSource, RoleSource, TimmSource, ZooSource
+from .spec import Adapter, HubFile, HubSource, ModelSource, RoleSource, TimmSource, ZooSource, looks_remote
 
 
 def sha256_file(path: Path) -> str:
@@ -25,13 +25,6 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def looks_remote(id_: str | None) -> bool:
-    """A hub id (``org/name`` or a bare ``name``) rather than a local folder."""
-    if not id_:
-        return False
-    return not id_.startswith((".", "/", "~")) and not Path(id_).expanduser().is_dir()
 
 
 # ----------------------------------------------------------------------------- files
@@ -70,8 +63,8 @@ def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location 
 
         try:
             return load_file(str(path))
-        except (SafetensorError, OSError, ValueError) as exc:
-            raise BuildError(f"{path.name} is not a valid safetensors file: {' '.join(str(exc).split())[:200]}", loc) from None
+        except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+            raise BuildError(f"weights {path.name} are not a readable safetensors file: {' '.join(str(exc).split())[:200]}", loc) from None
     if path.suffix in (".pt", ".pth", ".ckpt"):
         import pickle
 
@@ -128,17 +121,6 @@ def inverse_converter(convert: str | None, loc: Location | None = None) -> Any:
     if inv is None:
         raise AssertionError(f"converter {convert} has no .inverse, so its loading path cannot be tested offline")
     return inv
-
-
-def load_into(module: Any, state: dict[str, Any], name: str, loc: Location) -> None:
-    """``module.load_state_dict(state, strict=True)`` with one-line errors."""
-    if not hasattr(module, "load_state_dict"):
-        raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", loc)
-    try:
-        module.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0:2]
-        raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
 
 
 def save_state(state: Mapping[str, Any], path: Path) -> None:

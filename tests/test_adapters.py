@@ -33,7 +33,7 @@ def base_and_lora(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
 
     root = tmp_path_factory.mktemp("adapters")
     tiny = _tiny_checkpoint(HubSource(source="transformers", model_class="AutoModelForCausalLM", id="o/m",
-                                      allow_unpinned=True, tiny={"config": TINY}), root / "base")
+                                      allow_unpinned=True, tiny={"config": TINY}), root / "spec" / "base")
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(tiny.id)
     lora = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False))

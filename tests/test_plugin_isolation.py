@@ -58,5 +58,5 @@ def test_resolving_into_a_package_that_raises_on_import_is_one_line(tmp_path: Pa
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", "crashy_pkg_zz")
     with pytest.raises(ResolveError) as exc:
-        resolve("crashy_pkg_zz:thing")
+        resolve("crashy_pkg_zz:thing", kind="factory")
     assert "ValueError: boom second line" in str(exc.value) and "\n" not in str(exc.value)

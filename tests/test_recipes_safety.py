@@ -56,7 +56,7 @@ def test_produces_reloads_into_the_role_factory_strictly(tmp_path: Path) -> None
     assert res == {"ext-demo::recipes[train]::produces[model]": ("PASS", "")}
     res = run_all(write_spec(tmp_path / "b", train_spec("zoo_ext_plugin:TrainWrongShape")), only="produces")
     status, msg = res["ext-demo::recipes[train]::produces[model]"]
-    assert status == "FAIL" and "do not match the model" in msg
+    assert status == "FAIL" and "tensor weight has shape (3, 3), the model expects (2, 2)" in msg
 
 
 def test_private_copies_helper() -> None:
@@ -80,7 +80,7 @@ TOK = {"source": "transformers", "model_class": "AutoTokenizer", "id": "someorg/
 
 
 def test_tokenizer_role_loads_from_a_local_folder(tmp_path: Path) -> None:
-    tiny = _tiny_checkpoint(HubSource.model_validate(TOK), tmp_path)
+    tiny = _tiny_checkpoint(HubSource.model_validate(TOK), tmp_path / "s")  # a local folder inside the spec's
     data = spec_dict(models={"model": {"kind": "linear", "variants": {"toy": LIN}},
                              "tokenizer": {"kind": "tokenizer", "variants": {"toy": {
                                  "source": "transformers", "model_class": "AutoTokenizer", "id": tiny.id,

@@ -80,7 +80,11 @@ def test_cli_refuses_a_non_runnable_variant_with_exit_2(tmp_path: Path, capsys: 
     assert len(err) == 1 and "declared-only" in err[0] and "ext-demo.yaml:" in err[0]
 
 
-def test_show_and_list_display_the_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_and_list_display_the_status(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry.catalog import Catalog
+
+    monkeypatch.setattr(zoo, "_catalog", Catalog())  # --specs adds to the process-wide catalog: keep it private
     path = write_spec(tmp_path, status_spec())
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out

@@ -2,6 +2,8 @@
 with ``tools/bench_poe_bridge.py``."""
 from __future__ import annotations
 
+from registry.contract import metric_check
+
 import time
 from typing import Any
 
@@ -33,11 +35,13 @@ def evaluate(procedure: Any, n_problems: int = 64, digits: int = 3, seed0: int =
             "wall_s": wall, "tokens": tokens / n}
 
 
+@metric_check
 def toy_accuracy(pipeline: Any) -> float:
     """Exact-match accuracy of the pipeline's default sampler on the 64 held-out toy additions."""
     return evaluate(pipeline.procedure, CHECK_PROBLEMS)["accuracy"]
 
 
+@metric_check
 def tokens_per_ar_forward(pipeline: Any) -> float:
     """New tokens per AR-target forward of the default sampler on the 64 held-out problems (deterministic
     for the fixed seeds; plain AR decoding gives 1.0)."""
@@ -45,11 +49,13 @@ def tokens_per_ar_forward(pipeline: Any) -> float:
     return r["tokens"] / r["ar_forwards"]
 
 
+@metric_check
 def dlm_forwards_per_problem(pipeline: Any) -> float:
     """DLM forwards per problem of the default sampler on the 64 held-out problems."""
     return evaluate(pipeline.procedure, CHECK_PROBLEMS)["dlm_forwards"]
 
 
+@metric_check
 def toy_accuracy_vs_ar(pipeline: Any) -> float:
     """Accuracy of the default sampler divided by that of plain greedy AR decoding of the same target."""
     from .baselines import ARDecoding
@@ -59,6 +65,7 @@ def toy_accuracy_vs_ar(pipeline: Any) -> float:
     return evaluate(pipeline.procedure, CHECK_PROBLEMS)["accuracy"] / base if base else float("nan")
 
 
+@metric_check
 def forward_count_speedup_vs_dlm_decoding(pipeline: Any) -> float:
     """Forwards of standard DLM decoding (entropy, 2 tokens/step) over DLM + AR forwards of the default
     sampler: the speedup when both models cost the same per forward."""
@@ -71,6 +78,7 @@ def forward_count_speedup_vs_dlm_decoding(pipeline: Any) -> float:
     return base / (r["dlm_forwards"] + r["ar_forwards"])
 
 
+@metric_check
 def direct_is_accuracy(pipeline: Any) -> float:
     """Accuracy of the no-bridge baseline sampler ``direct-is`` of the spec."""
     return evaluate(pipeline.samplers["direct-is"], CHECK_PROBLEMS)["accuracy"]

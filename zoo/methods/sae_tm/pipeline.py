@@ -55,23 +55,23 @@ class SAETopicModel(Procedure):
     kind = "analysis"
 
     class Params(ProcedureParams):
-        n_topics: int = Field(10, ge=1)
+        n_topics: int = Field(10, ge=1, le=1000)
         tau: float = Field(0.9, gt=0, le=1, description="top-mass kept per atom before merging")
         pi: float = Field(0.3, ge=0, lt=1, description="fixed background mixing weight")
         idf: bool = True
-        epochs: int = Field(50, ge=1)
-        lr: float = Field(1e-2, gt=0)
-        batch_size: int = Field(128, ge=1)
-        top_words: int = Field(10, ge=1)
-        min_df: int = Field(3, ge=1)
-        max_features: int = Field(5000, ge=10)
-        sentences_per_passage: int = Field(2, ge=1)
-        train_steps: int = Field(0, ge=0, description="train the SAE first (full variant: no shipped SAE)")
-        train_k: int = Field(32, ge=1)
+        epochs: int = Field(50, ge=1, le=10_000)
+        lr: float = Field(1e-2, gt=0, le=10)
+        batch_size: int = Field(128, ge=1, le=65_536)
+        top_words: int = Field(10, ge=1, le=1000)
+        min_df: int = Field(3, ge=1, le=1_000_000)
+        max_features: int = Field(5000, ge=10, le=1_000_000)
+        sentences_per_passage: int = Field(2, ge=1, le=1000)
+        train_steps: int = Field(0, ge=0, le=1_000_000, description="train the SAE first (full variant: no shipped SAE)")
+        train_k: int = Field(32, ge=1, le=4096)
 
     class CliInputs(BaseCliInputs):
-        topics: int = 10
-        top_words: int = 10
+        topics: int = Field(10, ge=1, le=1000)
+        top_words: int = Field(10, ge=1, le=1000)
 
     def __init__(self, models: Any, params: Any, device: Any = "cpu", dtype: Any = None):
         super().__init__(models, params, device, dtype)
