@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -532,36 +532,101 @@ def _has_submodule(package: str, sub: str) -> bool:
 
 
 def run_check(check: Check) -> tuple[str, str, float]:
-    """``(status, message, seconds)`` with status PASS / FAIL / SKIP."""
-    t0 = time.perf_counter()
+    """``(status, message, seconds)`` with status PASS / FAIL / SKIP (wall-clock seconds; the CPU
+    seconds of the last call are in :data:`LAST_CPU`)."""
+    global LAST_CPU
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         check.fn()
     except Skipped as exc:
-        return "SKIP", str(exc), time.perf_counter() - t0
+        return "SKIP", str(exc), _elapsed(t0, c0)
     except (AssertionError, ZooError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
-        return "FAIL", msg, time.perf_counter() - t0
+        return "FAIL", msg, _elapsed(t0, c0)
     except Exception as exc:  # noqa: BLE001 - report any crash as a failure with its origin
         tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return "FAIL", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]} ({tb.filename}:{tb.lineno})", time.perf_counter() - t0
-    return "PASS", "", time.perf_counter() - t0
+        return "FAIL", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]} ({tb.filename}:{tb.lineno})", _elapsed(t0, c0)
+    return "PASS", "", _elapsed(t0, c0)
+
+
+LAST_CPU = 0.0
+DEFAULT_BUDGET_S = 20.0
+
+
+def _elapsed(t0: float, c0: float) -> float:
+    global LAST_CPU
+    LAST_CPU = time.process_time() - c0
+    return time.perf_counter() - t0
+
+
+def budget_seconds(value: float | None = None) -> float:
+    """The per-spec budget for the default (non-slow) checks: ``value``, else ``$ZOO_CHECK_BUDGET``,
+    else 20 s. Measured in CPU seconds of the checking process, so a loaded machine does not fail a
+    spec that an idle CI runner (where CPU and wall time agree at one thread) would pass."""
+    if value is not None:
+        return float(value)
+    raw = os.environ.get("ZOO_CHECK_BUDGET", "")
+    try:
+        return float(raw) if raw else DEFAULT_BUDGET_S
+    except ValueError:
+        raise ZooError(f"ZOO_CHECK_BUDGET: expected seconds, got {raw!r}") from None
+
+
+@dataclass
+class SpecTiming:
+    """What one spec's checks cost: wall and CPU seconds in total, per check."""
+
+    spec: str
+    wall: float = 0.0
+    cpu: float = 0.0
+    checks: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def add(self, check_id: str, wall: float, cpu: float) -> None:
+        self.wall += wall
+        self.cpu += cpu
+        self.checks.append((check_id, wall, cpu))
+
+    def slowest(self, n: int = 5) -> list[tuple[str, float, float]]:
+        return sorted(self.checks, key=lambda c: -c[1])[:n]
+
+    def summary(self, budget: float | None = None) -> str:
+        slow = ", ".join(f"{cid.split('::', 1)[-1]} {w:.1f}s" for cid, w, _ in self.slowest())
+        over = f"  OVER BUDGET ({budget:g} s CPU)" if budget is not None and self.cpu > budget else ""
+        return f"TIME  {self.spec}: {self.wall:.1f}s wall, {self.cpu:.1f}s CPU in {len(self.checks)} checks; slowest: {slow}{over}"
 
 
 def run_checks(
     entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
-    allow_remote_code_stub: bool = False,
+    allow_remote_code_stub: bool = False, budget: float | None = None,
 ) -> bool:
-    """Run every check of ``entries``; print one line per check; True if none failed."""
+    """Run every check of ``entries``; print one line per check, then per spec its time total and
+    five slowest checks; True if none failed. With ``budget`` (CPU seconds), a spec whose default
+    (non-slow) checks cost more fails."""
     load_hypothesis_profile(slow)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    timings: list[SpecTiming] = []
+    over: list[str] = []
     for entry in entries:
+        timing = SpecTiming(entry.name)
+        default_cpu = 0.0
         for check in checks_for(entry, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub):
             if only and only not in check.id:
                 continue
             status, msg, secs = run_check(check)
+            timing.add(check.id, secs, LAST_CPU)
+            default_cpu += 0.0 if check.slow else LAST_CPU
             counts[status] += 1
             if verbose or status == "FAIL":
                 print(f"{status}  {check.id}  ({secs:.1f}s)" + (f"  {msg}" if msg else ""), flush=True)
-    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+        if timing.checks:
+            timings.append(timing)
+            print(timing.summary(budget), flush=True)
+            if budget is not None and default_cpu > budget:
+                over.append(f"{entry.name} ({default_cpu:.1f}s CPU > {budget:g}s)")
+    total_wall, total_cpu = sum(t.wall for t in timings), sum(t.cpu for t in timings)
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
+          f"in {total_wall:.1f}s wall ({total_cpu:.1f}s CPU) over {len(timings)} specs")
+    if over:
+        print(f"FAIL  over the per-spec budget: {', '.join(over)}")
     sys.stdout.flush()
-    return counts["FAIL"] == 0
+    return counts["FAIL"] == 0 and not over

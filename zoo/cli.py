@@ -223,7 +223,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from registry.conformance import Target, run_checks
+    from registry.conformance import Target, budget_seconds, run_checks
 
     targets: list[Any]
     if args.all:
@@ -234,7 +234,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         # a spec that does not validate stops here: its one-line error, exit 2 (see main)
         targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype), allow_remote_code_stub=args.allow_remote_code_stub)
+                    target=Target(args.device, args.dtype), allow_remote_code_stub=args.allow_remote_code_stub,
+                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget))
     return 0 if ok else 1
 
 
@@ -318,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow-remote-code-stub", action="store_true",
                    help="load trust_remote_code roles from a code-free tiny checkpoint with trust_remote_code=True "
                         "(your consent; without it those checks SKIP). CI does not pass it")
+    s.add_argument("--budget", nargs="?", type=float, const=-1.0, metavar="SECONDS",
+                   help="fail a spec whose default (non-slow) checks cost more CPU seconds than this "
+                        "(bare --budget: $ZOO_CHECK_BUDGET or 20)")
     s.add_argument("-q", "--quiet", action="store_true")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
