@@ -5,7 +5,7 @@ A spec is data. Code is named only by ``"package.module:attr"`` strings, resolve
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -121,6 +121,12 @@ class HubFile(Strict):
     """One weights file inside a hub repository, fetched with ``huggingface_hub.hf_hub_download``
     (``local_files_only`` when offline) and verified against its sha256."""
 
+    doc_example: ClassVar[str] = """
+weights: {hub: owner/repo, revision: 0123456789abcdef0123456789abcdef01234567,
+          filename: ckpt/model_ema.pt, sha256: <64-hex>}
+convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inverse=...)
+"""
+
     hub: str = Field(description="hub repository id, e.g. owner/repo")
     revision: str = Field(pattern=REVISION_RE, description="pinned 40-hex commit")
     filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
@@ -137,6 +143,13 @@ class HubFile(Strict):
 
 class Adapter(Strict):
     """A PEFT adapter (e.g. LoRA) loaded onto a transformers/diffusers model with peft."""
+
+    doc_example: ClassVar[str] = """
+adapters:
+  - {hub: owner/style-lora, revision: <40-hex>, weight_name: adapter_model.safetensors,
+     adapter_name: style, sha256: <64-hex>}
+  - {path: adapters/mine, adapter_name: mine, sha256: <64-hex>}   # relative to the spec file
+"""
 
     hub: str | None = Field(None, description="hub repository id of the adapter (needs revision)")
     path: str | None = Field(None, description="local adapter folder, relative to the spec file")
@@ -159,6 +172,15 @@ class Adapter(Strict):
 class HubSource(Transformable):
     """A model role loaded with ``from_pretrained`` from transformers or diffusers
     (also tokenizers and processors: ``model_class: AutoTokenizer``)."""
+
+    doc_example: ClassVar[str] = """
+lm: {source: transformers, model_class: AutoModelForCausalLM, id: Qwen/Qwen2.5-0.5B, revision: <40-hex>,
+     tiny: {config: {model_type: qwen2, hidden_size: 16, num_hidden_layers: 1, num_attention_heads: 2,
+                     num_key_value_heads: 1, intermediate_size: 32, vocab_size: 64}},
+     transform: "my_plugin.patch:install_processors", transform_config: {kind: flash}}
+tokenizer: {source: transformers, model_class: AutoTokenizer, id: Qwen/Qwen2.5-0.5B, revision: <40-hex>,
+            tiny: {config: {vocab: [the, zoo, model]}}}   # a word-level tokenizer for the offline check
+"""
 
     source: Literal["transformers", "diffusers"]
     model_class: str = Field(description="class in the library, e.g. AutoModelForCausalLM, UNet2DModel")
@@ -268,6 +290,15 @@ class RoleSource(Transformable):
     """A role derived from another role of the same variant: a deep copy of that role's built
     model, passed through ``transform`` (e.g. a quantised copy of the full-precision model)."""
 
+    doc_example: ClassVar[str] = """
+models:
+  dit: {kind: dit, variants: {toy: {source: zoo, factory: "my_plugin.toy:build_dit"}}}
+  dit-int8:
+    kind: dit
+    variants:
+      toy: {source: role, from_role: dit, transform: "my_plugin.quant:quantise", transform_config: {bits: 8}}
+"""
+
     source: Literal["role"]
     from_role: str = Field(description="the role whose built model is copied")
     share: bool = Field(False, description="hand the transform the parent's object itself instead of a deep copy (it must not mutate it)")
@@ -277,6 +308,14 @@ ModelSource = Annotated[Union[HubSource, TimmSource, ZooSource, RoleSource], Fie
 
 
 class ModelRole(Strict):
+    """A model role: one source per variant; a role may cover only some variants."""
+
+    doc_example: ClassVar[str] = """
+teacher:   # a training-only network: only the variant that trains has it
+  kind: causal-lm
+  variants: {train: {source: zoo, factory: "my_plugin.toy:build_teacher"}}
+"""
+
     kind: str = Field(description="free-form role kind, e.g. causal-lm, masked-diffusion-lm, unet, tokenizer")
     description: str | None = None
     variants: dict[Name, ModelSource] = Field(
@@ -285,6 +324,14 @@ class ModelRole(Strict):
 
 
 class ProcedureSpec(Strict):
+    """A sampler or recipe: the Procedure class, its params, the roles it uses, what it produces."""
+
+    doc_example: ClassVar[str] = """
+recipes:
+  distill: {target: "my_plugin:Distill", roles: [teacher, student]}   # fails to build on a variant without teacher
+  train-sae: {target: "my_plugin:TrainSAE", produces: sae, params: {steps: 10}}
+"""
+
     target: Target
     params: ConsentFree = {}
     variant_params: dict[Name, ConsentFree] = Field(
@@ -300,6 +347,16 @@ class ProcedureSpec(Strict):
 
 
 class HardwareTarget(Strict):
+    """Where a variant runs, and whether it can run at all (``status``)."""
+
+    doc_example: ClassVar[str] = """
+hardware:
+  full:  {accelerator: cuda, min_memory_gb: 24, status: needs-training, recipe: train-sae,
+          reason: "the paper released no SAE weights"}
+  paper: {accelerator: cuda, status: declared-only, reason: "gated model; ImageNet is not available offline"}
+  toy:   {accelerator: cpu}
+"""
+
     status: Literal["runnable", "needs-training", "declared-only"] = Field(
         "runnable",
         description="runnable; needs-training (weights come from `recipe`); declared-only (cannot be built: say why in `reason`)",
