@@ -49,6 +49,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             field = f"models.{role}.variants.{variant}"
             if isinstance(src, ZooSource):
                 target(src.factory, f"{field}.factory", "factory")
+                target(src.convert, f"{field}.convert", "converter")
+            target(getattr(src, "transform", None), f"{field}.transform", "transform")
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 

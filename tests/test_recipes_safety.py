@@ -101,3 +101,14 @@ def test_tokenizer_loading_path_in_conformance(tmp_path: Path) -> None:
                      variants=["full", "toy"], hardware={"full": {"accelerator": "cuda"}, "toy": {"accelerator": "cpu"}})
     res = run_all(write_spec(tmp_path, data), only="loading-path")
     assert res == {"ext-demo::loading-path[tokenizer.full]": ("PASS", "")}
+
+
+def test_image_processor_loading_path_in_conformance(tmp_path: Path) -> None:
+    """A processor role: the harness writes a tiny processor of the concrete class and loads it back
+    through AutoImageProcessor, offline."""
+    proc = {"source": "transformers", "model_class": "AutoImageProcessor", "id": "someorg/proc", "revision": "a" * 40,
+            "tiny": {"model_class": "ViTImageProcessor", "config": {"size": {"height": 8, "width": 8}}}}
+    data = spec_dict(models={"model": {"kind": "linear", "variants": {"toy": LIN}},
+                             "processor": {"kind": "image-processor", "variants": {"full": proc}}},
+                     variants=["full", "toy"], hardware={"full": {"accelerator": "cuda"}, "toy": {"accelerator": "cpu"}})
+    assert run_all(write_spec(tmp_path, data), only="loading-path") == {"ext-demo::loading-path[processor.full]": ("PASS", "")}

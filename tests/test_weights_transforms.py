@@ -198,3 +198,24 @@ def test_transform_outside_allowlist_and_bad_config(tmp_path: Path) -> None:
 def test_derived_roles_pass_conformance(tmp_path: Path) -> None:
     res = run_all(write_spec(tmp_path, derived_spec()))
     assert all(status != "FAIL" for status, _ in res.values()), res
+
+
+def test_unregistered_converter_or_transform_is_refused_and_linted(tmp_path: Path) -> None:
+    """Only callables registered for the kind resolve: a plain helper of an allowed package (here the
+    converter's inverse, not itself registered as a converter) or a converter used as a transform."""
+    from registry.lint import lint
+
+    from engine_ext_helpers import entry
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    save_file({"weight": W, "bias": B}, str(folder / "m.safetensors"))
+    src = {**LIN, "weights": "m.safetensors", "sha256": sha(folder / "m.safetensors"), "convert": "zoo_ext_plugin:to_upstream"}
+    path = write_spec(folder, with_source(src))
+    with pytest.raises(ResolveError, match="to_upstream"):
+        zoo.load(str(path))
+    problems = [str(p) for p in lint(entry(path).spec, path, resolve=True)]
+    assert len(problems) == 1 and "models.model.variants.toy.convert" in problems[0]
+    path = write_spec(tmp_path / "t", derived_spec("zoo_ext_plugin:from_upstream", {}))
+    with pytest.raises(ResolveError, match="from_upstream"):
+        zoo.load(str(path))
