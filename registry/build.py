@@ -202,14 +202,18 @@ def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Loc
         raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
 
 
-def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any) -> None:
-    """Weights of a factory-built role: a local file or a hub file, read safely (safetensors,
-    or torch.load(weights_only=True)), verified, converted, loaded strictly."""
-    from .weights import convert_state, read_state, weights_path
+def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None) -> None:
+    """Weights of a factory-built role: a local file (inside the spec's folder unless the caller
+    allows more) or a hub file, read safely (safetensors, or torch.load(weights_only=True)),
+    verified, converted, loaded strictly."""
+    from .weights import convert_state, hub_file, read_state
 
     assert source.weights is not None
     wloc = sub("weights")
-    path, hub_sha = weights_path(source.weights, spec_dir, wloc)
+    if isinstance(source.weights, str):
+        path, hub_sha = local_path(source.weights, spec_dir, wloc, allow_outside, "weights"), None
+    else:
+        path, hub_sha = hub_file(source.weights, wloc), source.weights.sha256
     if hub_sha is None and source.sha256 is None:
         raise BuildError("local weights need their sha256", sub("sha256"))
     state = read_state(path, hub_sha or source.sha256, wloc, sub("sha256") if hub_sha is None else wloc)
@@ -297,10 +301,11 @@ def build_model(
         except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
             raise BuildError(f"factory {source.factory} failed with this config: {_one_line(exc)}", sub("config")) from exc
         if source.weights is not None:
-            _load_weights(obj, source, spec_dir, sub)
+            _load_weights(obj, source, spec_dir, sub, allow_outside_paths)
         return _place(apply_transform(obj, source, loc), device, want_dtype)
     if isinstance(source, TimmSource):
-        model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub)
+        model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
+                            allow_outside=allow_outside_paths)
         return apply_transform(model, source, loc)
     if isinstance(source, RoleSource):
         raise BuildError(f"role derived from {source.from_role!r}: built by build_pipeline (derive_role)", loc)
@@ -337,7 +342,7 @@ def build_model(
     if source.adapters:
         from .weights import load_adapters
 
-        model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc)
+        model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
     model = apply_transform(model, source, loc)
     return model if (multi_gpu or not is_model) else _place(model, device, None)
 
@@ -347,22 +352,29 @@ def _hub_or_local_id(model_id: str, spec_dir: Path, loc: Location, allow_outside
     folder (never the working directory) and kept inside it unless the caller allows more."""
     if looks_remote(model_id):
         return model_id
+    return str(local_path(model_id, spec_dir, loc, allow_outside, "local model"))
+
+
+def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
+    """``rel`` (relative, absolute or ``~``) resolved against the spec's folder; outside that
+    folder tree only if the caller allows it (argument, else ``ZOO_ALLOW_OUTSIDE_SPEC_DIR``)."""
     base = spec_dir.resolve()
-    path = (base / Path(model_id).expanduser()).resolve()
+    path = (base / Path(rel).expanduser()).resolve()
     allowed = outside_paths_allowed() if allow_outside is None else allow_outside
     if not allowed and path != base and base not in path.parents:
         raise BuildError(
-            f"local model {model_id!r} resolves to {path}, outside the spec's folder {base} "
+            f"{what} {rel!r} resolves to {path}, outside the spec's folder {base} "
             f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
         )
-    return str(path)
+    return path
 
 
 #: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
 _TIMM_FORBIDDEN = ("checkpoint_path", "pretrained_cfg", "pretrained_cfg_overlay", "cache_dir")
 
 
-def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: Any, loc: Location, sub: Any) -> Any:
+def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: Any, loc: Location, sub: Any,
+                allow_outside: bool | None = None) -> Any:
     """``timm.create_model`` with architecture kwargs only; local weights through the same strict
     safetensors loader as zoo factories; ``pretrained: true`` refused offline (it downloads)."""
     from .spec import TIMM_KWARGS
@@ -380,7 +392,8 @@ def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: 
     except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
         raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
     if source.weights is not None:
-        _load_safetensors(model, spec_dir / source.weights, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
+        path = local_path(source.weights, spec_dir, sub("weights"), allow_outside, "weights")
+        _load_safetensors(model, path, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
     return _place(model, device, want_dtype)
 
 

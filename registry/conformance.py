@@ -486,7 +486,8 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
         path.parent.mkdir(parents=True, exist_ok=True)
         save_state(raw, path)
         local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path)})
-        built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field))
+        built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
+                            allow_outside_paths=True)  # the harness's own temp file
     got = built.state_dict()
     for k, v in state.items():
         if k not in got or not (got[k].shape == v.shape and bool((got[k].to(v.dtype) == v).all())):
@@ -516,7 +517,8 @@ def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -
         path = Path(tmp) / f"{role}.safetensors"
         save_state({k: v.detach().cpu() for k, v in state.items()}, path)
         local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path), "convert": None})
-        build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(str(entry.path), f"recipes.{pname}.produces"))
+        build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(str(entry.path), f"recipes.{pname}.produces"),
+                    allow_outside_paths=True)  # the harness's own temp file
 
 
 def spec_source(entry: Entry, role: str, variant: str) -> Any:

@@ -27,7 +27,7 @@ Accelerator = Literal["cpu", "cuda", "mps", "any"]
 #: comes from the caller (``trust_remote_code=True``), never from the spec's own arguments.
 CONSENT_KEYS = frozenset({
     "trust_remote_code", "allow_remote_code", "remote_code", "weights_only", "allow_pickle", "use_safetensors",
-    "local_files_only", "allow_unpinned", "token", "use_auth_token", "custom_pipeline", "custom_pipelines",
+    "local_files_only", "allow_unpinned", "use_auth_token", "custom_pipeline", "custom_pipelines",
     "auto_map", "code_revision", "checkpoint_path", "pretrained_cfg_overlay", "pretrained_cfg", "cache_dir",
     "force_download", "proxies",
 })

@@ -41,13 +41,6 @@ def hub_file(ref: HubFile, loc: Location) -> Path:
         raise BuildError(f"could not fetch {ref.filename} from {ref.hub}@{ref.revision[:12]}{where}: {msg}", loc) from None
 
 
-def weights_path(weights: str | HubFile, spec_dir: Path, loc: Location) -> tuple[Path, str | None]:
-    """``(path, expected sha256 or None)`` of a source's weights."""
-    if isinstance(weights, HubFile):
-        return hub_file(weights, loc), weights.sha256
-    return spec_dir / weights, None
-
-
 def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location | None = None) -> Any:
     """The verified contents of a weights file: a state dict (or, for torch files, whatever
     ``weights_only`` can rebuild: nested dicts/lists of tensors and plain values)."""
@@ -136,10 +129,13 @@ def save_state(state: Mapping[str, Any], path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- adapters
-def adapter_folder(adapter: Adapter, spec_dir: Path, loc: Location) -> Path:
-    """Local folder holding the adapter's config and verified weights file."""
+def adapter_folder(adapter: Adapter, spec_dir: Path, loc: Location, allow_outside: bool | None = None) -> Path:
+    """Local folder holding the adapter's config and verified weights file (a local ``path`` stays
+    inside the spec's folder unless the caller allows more)."""
     if adapter.path is not None:
-        folder = (spec_dir / adapter.path).expanduser()
+        from .build import local_path
+
+        folder = local_path(adapter.path, spec_dir, loc, allow_outside, "adapter folder")
     else:
         from huggingface_hub import hf_hub_download
 
@@ -158,7 +154,8 @@ def adapter_folder(adapter: Adapter, spec_dir: Path, loc: Location) -> Path:
     return folder
 
 
-def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: Path, loc: Location) -> Any:
+def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: Path, loc: Location,
+                  allow_outside: bool | None = None) -> Any:
     """Load PEFT adapters onto a built transformers/diffusers model (peft must be installed)."""
     if not adapters:
         return model
@@ -168,7 +165,7 @@ def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: P
         raise BuildError("adapters need peft: pip install peft", loc) from None
     for i, adapter in enumerate(adapters):
         aloc = Location(loc.file, loc.line, loc.column, f"{loc.field}.adapters.{i}" if loc.field else f"adapters.{i}")
-        folder = adapter_folder(adapter, spec_dir, aloc)
+        folder = adapter_folder(adapter, spec_dir, aloc, allow_outside)
         try:
             if library == "transformers":  # the verified file itself, never a fallback .bin
                 import json

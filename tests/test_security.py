@@ -345,6 +345,20 @@ def test_relative_local_id_resolves_against_the_spec_folder(tiny_folder: Path, t
     assert build_model(outside, spec_dir=spec_dir, allow_outside_paths=True).config.model_type == "qwen2"
 
 
+def test_weights_outside_the_spec_folder_need_the_caller(tmp_path: Path) -> None:
+    import shutil
+
+    (tmp_path / "specs").mkdir()
+    shutil.copy(DEMO_WEIGHTS, tmp_path / "w.safetensors")
+    from registry.build import sha256_file
+
+    src = ZooSource(source="zoo", factory="zoo_demo_plugin:build_affine", weights="../w.safetensors",
+                    sha256=sha256_file(DEMO_WEIGHTS))
+    with pytest.raises(BuildError, match="outside the spec's folder"):
+        build_model(src, spec_dir=tmp_path / "specs")
+    assert build_model(src, spec_dir=tmp_path / "specs", allow_outside_paths=True) is not None
+
+
 # ----------------------------------------------------------------------------- 9. build/run failures
 @pytest.mark.parametrize("config,field,match", [
     ("{dim: 2, bogus: 1}", "config.bogus", "unknown parameter"),
@@ -458,3 +472,16 @@ def test_a_failing_pipeline_call_is_one_line_run_error() -> None:
     with pytest.raises(RunError, match=r"demo-gaussian \(gaussian\) failed: TypeError") as exc:
         pipe(seed=0, noise="not a tensor")
     assert "\n" not in str(exc.value)
+
+
+def test_a_plugin_entry_point_naming_a_denied_package_is_ignored_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata as md
+
+    import registry.resolve as rr
+
+    fake = md.EntryPoint(name="evil", value="pickle", group=rr.PLUGIN_GROUP)
+    monkeypatch.setattr(md, "entry_points", lambda group=None: [fake] if group == rr.PLUGIN_GROUP else [])
+    monkeypatch.setattr(rr, "_plugins_loaded", False)
+    with pytest.warns(UserWarning, match="entry point 'evil' ignored.*'pickle' may not be allowed"):
+        allowed = rr.allowed_packages()
+    assert "pickle" not in allowed
