@@ -88,7 +88,7 @@ def _fingerprint() -> str:
 
     here = Path(__file__).parent
     h = hashlib.sha1()
-    for name in ("spec.py", "loader.py", "catalog.py"):
+    for name in ("spec.py", "loader.py", "files.py", "catalog.py"):
         h.update((here / name).read_bytes())
     h.update(os.environ.get("ZOO_SPEC_ROOT", "").encode("utf-8", "replace"))  # it changes what loads
     return h.hexdigest()[:16]
@@ -145,7 +145,7 @@ class _IndexCache:
         if self.read:
             import json
 
-            from .loader import read_spec_bytes
+            from .files import read_spec_bytes
 
             try:
                 raw = json.loads(read_spec_bytes(self.file, limit=self.MAX_BYTES))
@@ -155,7 +155,7 @@ class _IndexCache:
                 self.data = raw["files"]
 
     def get(self, path: Path) -> dict[str, Any] | None:
-        from .loader import file_digest
+        from .files import file_digest
 
         hit = self.data.get(str(path))
         if not _well_formed(hit) or hit["deps"][0][0] != str(path):

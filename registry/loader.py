@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import Location, SpecError, SpecErrors
+from .files import MAX_FILE_BYTES, _digest, file_digest, read_spec_bytes, within  # noqa: F401 - within, file_digest re-exported
 from .spec import Spec
 
 try:  # the C loader is several times faster for listing many specs
@@ -60,7 +60,6 @@ def dotted(path: PathKey) -> str:
 
 
 # ----------------------------------------------------------------------------- limits
-MAX_FILE_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 16 KB
 MAX_DEPTH = 64  # nested collections; shipped specs use 7
 MAX_NODES = 100_000  # scalars + collections, with every alias counted as what it expands to
 MAX_ALIASES = 100  # ``*alias`` uses per file (a handful is plenty for sharing a block)
@@ -481,18 +480,6 @@ def merge(base: Any, over: Any) -> Any:
     return out
 
 
-def within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is ``root`` or inside it, after resolving symlinks and ``..`` in both.
-
-    The one containment check for files a spec names (``extends:``, ``weights:``); lint and the
-    builder call it too."""
-    try:
-        r, p = Path(os.path.realpath(root)), Path(os.path.realpath(path))
-    except (OSError, ValueError):
-        return False
-    return p == r or r in p.parents
-
-
 def spec_roots(file: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> tuple[Path, ...]:
     """Folders a spec may read from: its own folder tree, plus ``root`` (the caller's) or, when
     no ``root`` is given, ``$ZOO_SPEC_ROOT``."""
@@ -510,56 +497,6 @@ def _outside(path: Path, roots: tuple[Path, ...], what: str) -> str | None:
             "unless the caller allows more (ZOO_SPEC_ROOT=folder, or root= in Python)")
 
 
-_FILE_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
-
-
-def read_spec_bytes(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a spec file: regular files only (checked before opening, so FIFOs and devices
-    are never opened, and again on the open descriptor), at most ``limit`` bytes, never read whole
-    when larger. Any problem is a :class:`SpecError` naming the file."""
-    where = Location(str(path))
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        dangling = os.path.islink(path)
-        raise SpecError("no such file" + (" (dangling symlink)" if dangling else ""), where) from None
-    except (OSError, ValueError) as exc:
-        raise SpecError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", where) from None
-
-    def check(mode: int, size: int) -> None:
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a file")
-            raise SpecError(f"not a regular file ({kind}); spec files must be regular files", where)
-        if size > limit:
-            raise SpecError(f"file is {size} bytes; spec files are limited to {limit // (1 << 20)} MiB", where)
-
-    check(st.st_mode, st.st_size)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise SpecError(f"cannot read: {exc.strerror or exc}", where) from None
-    try:
-        st = os.fstat(fd)
-        check(st.st_mode, st.st_size)  # swapped for something else since the stat above
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            block = os.read(fd, min(1 << 16, limit + 1 - total))
-            if not block:
-                break
-            chunks.append(block)
-            total += len(block)
-            if total > limit:
-                raise SpecError(f"file grew past {limit // (1 << 20)} MiB while being read; spec files are limited to that",
-                                where)
-    except OSError as exc:
-        raise SpecError(f"cannot read: {exc.strerror or exc}", where) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
 def _decode(raw: bytes, file: str) -> str:
     try:
         return raw.decode("utf-8")
@@ -570,20 +507,6 @@ def _decode(raw: bytes, file: str) -> str:
 
 
 Reads = list[tuple[str, "str | None"]]
-
-
-def _digest(raw: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha1(raw).hexdigest()
-
-
-def file_digest(path: str | os.PathLike[str]) -> str | None:
-    """What :func:`read_document` records for a file it read (``None``: it could not be read)."""
-    try:
-        return _digest(read_spec_bytes(path))
-    except SpecError:
-        return None
 
 
 def _extends_path(ref: Any, p: Path, here: Location) -> Path:

@@ -146,7 +146,7 @@ def test_huge_file_is_refused_without_reading_it_whole(tmp_path: Path, monkeypat
         reads.append(n)
         return real_read(fd, n)
 
-    monkeypatch.setattr("registry.loader.os.read", counting_read)
+    monkeypatch.setattr("registry.files.os.read", counting_read)
     with pytest.raises(SpecError, match=r"1 MiB"):
         load_spec_file(p)
     assert sum(reads) <= MAX_FILE_BYTES + 1

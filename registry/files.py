@@ -1,0 +1,93 @@
+"""Reading the files a spec names, safely and cheaply (no pydantic, no YAML: the spec index
+uses this on every warm ``zoo list``).
+
+* :func:`read_spec_bytes`: regular files only, checked before opening (FIFOs and devices are
+  never opened) and again on the descriptor; at most :data:`MAX_FILE_BYTES`, never read whole
+  when larger.
+* :func:`within`: the one containment check for paths a spec names (``extends:``, ``weights``).
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import Location, SpecError
+
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 16 KB
+
+
+def within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is ``root`` or inside it, after resolving symlinks and ``..`` in both.
+
+    The one containment check for files a spec names (``extends:``, ``weights:``); lint and the
+    builder call it too."""
+    try:
+        r, p = Path(os.path.realpath(root)), Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
+    return p == r or r in p.parents
+
+
+_FILE_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
+
+
+def read_spec_bytes(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a spec file: regular files only (checked before opening, so FIFOs and devices
+    are never opened, and again on the open descriptor), at most ``limit`` bytes, never read whole
+    when larger. Any problem is a :class:`SpecError` naming the file."""
+    where = Location(str(path))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        dangling = os.path.islink(path)
+        raise SpecError("no such file" + (" (dangling symlink)" if dangling else ""), where) from None
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", where) from None
+
+    def check(mode: int, size: int) -> None:
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a file")
+            raise SpecError(f"not a regular file ({kind}); spec files must be regular files", where)
+        if size > limit:
+            raise SpecError(f"file is {size} bytes; spec files are limited to {limit // (1 << 20)} MiB", where)
+
+    check(st.st_mode, st.st_size)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror or exc}", where) from None
+    try:
+        st = os.fstat(fd)
+        check(st.st_mode, st.st_size)  # swapped for something else since the stat above
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            block = os.read(fd, min(1 << 16, limit + 1 - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+            if total > limit:
+                raise SpecError(f"file grew past {limit // (1 << 20)} MiB while being read; spec files are limited to that",
+                                where)
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror or exc}", where) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _digest(raw: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(raw).hexdigest()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str | None:
+    """What :func:`read_document` records for a file it read (``None``: it could not be read)."""
+    try:
+        return _digest(read_spec_bytes(path))
+    except SpecError:
+        return None
