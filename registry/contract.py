@@ -56,7 +56,11 @@ class ProcedureParams(BaseModel):
 
 
 class CliInputs(BaseModel):
-    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced)."""
+    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced).
+
+    An option that overrides a spec parameter (``--nfe`` for ``num_inference_steps``) defaults to
+    ``None`` = "not given", so the spec's value (and ``--param``) stand unless the user passes it.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -209,7 +213,7 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
 #: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
 #: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``); ``converter`` and
 #: ``transform`` are reserved for the weight-conversion engine.
-KINDS = ("factory", "procedure", "metric_check", "converter", "transform")
+KINDS = ("factory", "procedure", "metric_check", "converter", "transform", "bench")
 _REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
 _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -310,6 +314,12 @@ def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) ->
         return register("converter", f)
 
     return deco(fn) if fn is not None else deco
+
+
+def bench(fn: F) -> F:
+    """Register a method's benchmark entry point ``fn(argv: list[str]) -> int`` (a spec's ``bench:``),
+    run by ``zoo bench NAME [--quick] [args]``."""
+    return register("bench", fn)
 
 
 def transform(fn: F) -> F:
