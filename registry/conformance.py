@@ -119,6 +119,17 @@ def _pipeline(entry: Entry, variant: str, target: Target = Target()) -> Any:
     return _pipelines[key]
 
 
+def _declares_batch_independent(spec: Spec, pname: str) -> bool:
+    """True if the procedure ``pname`` declares ``batch_independent`` (or cannot be resolved: its
+    check then reports why)."""
+    try:
+        from .resolve import resolve
+
+        return bool(getattr(resolve(spec.procedure(pname)[1].target, kind="procedure"), "batch_independent", False))
+    except ZooError:
+        return True
+
+
 def cpu_variants(spec: Spec) -> list[str]:
     return [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]
 
@@ -411,7 +422,8 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
                 assert_models_unchanged(before, pipe.models, pname)
 
-            checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
+            if section == "samplers" or _declares_batch_independent(spec, pname):  # a recipe opts in; no SKIP line otherwise
+                checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
 
             produced = spec.procedure(pname)[1].produces
             if produced is not None:
@@ -652,6 +664,7 @@ def run_checks(
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     timings: dict[str, SpecTiming] = {}
     default_cpu: dict[str, float] = {}
+    status_of: dict[str, str] = {}
     bar = _progress(len(plan), enabled=not verbose)
     width = len(str(len(plan)))
     for k, check in enumerate(plan, 1):
@@ -661,6 +674,7 @@ def run_checks(
         if check.id in measured:
             _record(check.id, status, record)
         counts[status] += 1
+        status_of[check.id] = status
         timings.setdefault(check.spec, SpecTiming(check.spec)).add(check.id, secs, LAST_CPU)
         default_cpu[check.spec] = default_cpu.get(check.spec, 0.0) + (0.0 if check.slow else LAST_CPU)
         if bar is not None:
@@ -675,11 +689,18 @@ def run_checks(
     if verbose or len(timings) > 1 or over:
         for timing in timings.values():
             print(timing.summary(budget), flush=True)
+    if len(timings) > 1 or verbose:
+        name_w = max([len(n) for n in timings] + [4])
+        print(f"{'spec':<{name_w}}  pass  fail  skip  seconds")
+        for name, timing in timings.items():
+            st = [status_of[c] for c, _, _ in timing.checks]
+            print(f"{name:<{name_w}}  {st.count('PASS'):>4}  {st.count('FAIL'):>4}  {st.count('SKIP'):>4}  {timing.wall:>7.1f}"
+                  + ("  FAILED" if "FAIL" in st else ""))
     total_wall, total_cpu = sum(t.wall for t in timings.values()), sum(t.cpu for t in timings.values())
-    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
-          f"in {total_wall:.1f}s wall ({total_cpu:.1f}s CPU) over {len(timings)} specs")
+    print(f"total {total_wall:.1f}s wall ({total_cpu:.1f}s CPU) over {len(timings)} specs")
     if over:
         print(f"FAIL  over the per-spec budget: {', '.join(over)}")
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
     sys.stdout.flush()
     return counts["FAIL"] == 0 and not over
 

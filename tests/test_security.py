@@ -394,6 +394,8 @@ def test_a_failing_factory_is_one_line_naming_the_config(tmp_path: Path) -> None
 
 def _numeric_fields_without_upper_bound(model: Any) -> list[str]:
     """Fields holding an int/float without ``le``/``lt``, or a list/tuple without ``max_length``."""
+    from typing import get_args
+
     import annotated_types
 
     out = []
@@ -401,8 +403,13 @@ def _numeric_fields_without_upper_bound(model: Any) -> list[str]:
         ann = str(info.annotation)
         if info.annotation is bool or "Literal" in ann and not any(t in ann for t in ("int |", "float |")):
             continue
+        # a union member may carry its own bound: ``float | Annotated[list[float], Field(max_length=...)]``
+        metas = list(info.metadata)
+        for arg in get_args(info.annotation):
+            for m in getattr(arg, "__metadata__", ()):
+                metas += list(getattr(m, "metadata", [m]))
         if ann.startswith(("list", "tuple", "typing.List", "typing.Tuple")) or "list[" in ann or "tuple[" in ann:
-            if not any(isinstance(m, annotated_types.MaxLen) for m in info.metadata):
+            if not any(isinstance(m, annotated_types.MaxLen) for m in metas):
                 out.append(name)
         elif "int" in ann or "float" in ann:
             if not any(isinstance(m, (annotated_types.Le, annotated_types.Lt)) for m in info.metadata):

@@ -8,7 +8,7 @@ number of workers m alone. Here "rate" = least-squares slope of log ε against l
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
@@ -66,11 +66,11 @@ class StabilityReport(Procedure):
         problem: Literal["logistic-separable", "lsq-overparam", "lsq-strongly-convex"] = "logistic-separable"
         d: int = Field(20, ge=1, le=100_000, description="feature dimension (lsq-overparam needs d > N)")
         noise: float = Field(0.5, ge=0, le=100, description="label noise of the least-squares problems")
-        Ns: tuple[int, ...] = Field((64, 128, 256, 512, 1024), min_length=1, max_length=16)
+        Ns: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field((64, 128, 256, 512, 1024), min_length=1, max_length=16)
         N: int = Field(512, ge=2, le=1_000_000, description="sample size for the m / delay / participation sweeps")
         n: int = Field(64, ge=1, le=100_000, description="shard size for the m-fixed-n sweep")
         m: int = Field(4, ge=1, le=1024, description="workers for the N / delay / participation sweeps")
-        ms: tuple[int, ...] = Field((1, 2, 4, 8, 16), min_length=1, max_length=16)
+        ms: tuple[Annotated[int, Field(ge=1, le=1024)], ...] = Field((1, 2, 4, 8, 16), min_length=1, max_length=16)
         delay: str = Field("uniform:4", max_length=200, description="delay pmf (simulator.delay_pmf) when delay is not swept")
         delays: tuple[str, ...] = Field(("none", "uniform:2", "uniform:4", "uniform:8", "uniform:16"), max_length=16)
         participation: str = Field("balanced", max_length=200)
