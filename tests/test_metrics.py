@@ -3,6 +3,7 @@ with the last value `zoo check` measured (stored with date, machine and versions
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,25 @@ def test_metrics_without_a_name_lists_every_spec(capsys: pytest.CaptureFixture[s
     for name in zoo.list():
         assert f"\n{name}: " in "\n" + out
     assert main(["metrics", "--plot", "x.png"]) == 2  # a plot needs one spec
+
+
+SETTING_IN_NAME = re.compile(r"-nfe\d+$|-\d+-steps$|-\d+-topics|-m\d+$")
+PENDING = pytest.mark.xfail(strict=True, reason="specs/*.yaml are edited by the lead after merging user-fixes "
+                            "(issue #11 items 8/9; the renames are listed in that report); remove this mark then")
+
+
+@PENDING
+def test_builtin_specs_keep_settings_out_of_metric_names() -> None:
+    """Conditions such as NFE, steps, topics or the outlier magnitude live in `setting:`, so
+    reported and reproduced numbers can pair (name + dataset + setting)."""
+    bad = [f"{n}: {m.name}" for n in zoo.list() for m in zoo.spec(n).metrics if SETTING_IN_NAME.search(m.name)]
+    assert not bad, bad
+
+
+@PENDING
+def test_builtin_metric_commands_work_from_a_wheel() -> None:
+    """A metric's `command:` must run for a user who installed the wheel: `zoo check` / `zoo bench`,
+    not a checkout's tools/ script."""
+    bad = [f"{n}: {m.name}: {m.command}" for n in zoo.list() for m in zoo.spec(n).metrics
+           if m.command and "tools/" in m.command]
+    assert not bad, bad
