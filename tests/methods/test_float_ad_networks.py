@@ -17,7 +17,6 @@ from zoo.methods.float_ad_networks import (
     ConstructionError,
     ExactNetwork,
     build_network,
-    exact_match,
     float_grid,
     random_targets,
     values_and_grads,

@@ -6,12 +6,12 @@ worker participation, with synchronous SGD (m = 1, no delay) beside ASGD in the 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from registry.contract import bench
+from zoo.common.bench_output import write_outputs
 
 from .analysis import StabilityReport, format_report, slope_with_se
 from .simulator import Problem, run_coupled
@@ -110,11 +110,5 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", default=".", help="folder for asgd-stability.png")
     a = ap.parse_args(argv)
     res = run(a.quick, a.overparam, a.device)
-    print(table(res))
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"wrote {plot(res, out / 'asgd-stability.png')}  ({res['seconds']:.1f}s)")
-    if a.json:
-        Path(a.json).write_text(json.dumps(res, indent=1, default=str))
-        print(f"wrote {a.json}")
+    write_outputs(res, table(res), plot, a.out_dir, "asgd-stability.png", a.json)
     return 0

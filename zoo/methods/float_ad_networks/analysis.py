@@ -12,7 +12,7 @@ from pydantic import Field
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
 from zoo.common.output import OutPath
 
-from .construction import GATES, ConstructionError, build_network, exact_match, float_grid
+from .construction import ConstructionError, build_network, exact_match, float_grid
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

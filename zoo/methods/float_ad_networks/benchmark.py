@@ -6,12 +6,12 @@ theorems). Run as ``python tools/bench_float_ad_networks.py`` or ``zoo bench flo
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from registry.contract import bench
+from zoo.common.bench_output import write_outputs
 
 from .analysis import DTYPES, measure
 
@@ -77,11 +77,5 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     sizes = [4, 16, 64] if a.quick else [int(v) for v in a.sizes.split(",")]
     res = run(sizes, [float(v) for v in a.starts.split(",")], a.dtypes.split(","))
-    print(table(res))
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"wrote {plot(res, out / 'float-ad-networks.png')}  ({res['seconds']:.1f}s)")
-    if a.json:
-        Path(a.json).write_text(json.dumps(res, indent=1, default=str))
-        print(f"wrote {a.json}")
+    write_outputs(res, table(res), plot, a.out_dir, "float-ad-networks.png", a.json)
     return 0
