@@ -211,9 +211,9 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
 
 # ----------------------------------------------------------------------------- registration
 #: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
-#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``); ``converter`` and
-#: ``transform`` are reserved for the weight-conversion engine.
-KINDS = ("factory", "procedure", "metric_check", "converter", "transform", "bench")
+#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``), ``benchmark`` (``bench``:
+#: a ``main(argv) -> int``); ``converter`` and ``transform`` are reserved for the weight-conversion engine.
+KINDS = ("factory", "procedure", "metric_check", "benchmark", "converter", "transform")
 _REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
 _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -316,10 +316,9 @@ def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) ->
     return deco(fn) if fn is not None else deco
 
 
-def bench(fn: F) -> F:
-    """Register a method's benchmark entry point ``fn(argv: list[str]) -> int`` (a spec's ``bench:``),
-    run by ``zoo bench NAME [--quick] [args]``."""
-    return register("bench", fn)
+def benchmark(fn: F) -> F:
+    """Register a method's benchmark entry point ``main(argv: list[str] | None) -> int`` (``zoo bench``)."""
+    return register("benchmark", fn)
 
 
 def transform(fn: F) -> F:

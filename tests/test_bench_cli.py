@@ -12,7 +12,7 @@ from zoo.cli import main
 
 PLUGIN = '''
 import json, sys
-from registry.contract import Procedure, bench
+from registry.contract import Procedure, benchmark
 
 CALLS = []
 
@@ -22,7 +22,7 @@ class Echo(Procedure):
         return seed
 
 
-@bench
+@benchmark
 def bench_main(argv):
     """A benchmark: records its argv, prints a table line, exits 3 when asked."""
     CALLS.append(list(argv))
@@ -81,8 +81,8 @@ def test_zoo_bench_runs_the_f_dpmsolver_benchmark(tmp_path: Path, capsys: pytest
 
 def test_zoo_bench_refuses_a_bench_that_is_not_registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """sec-exec: a spec's bench: resolves only to a function decorated with @registry.contract.bench."""
+    """sec-exec: a spec's bench: resolves only to a function decorated with @registry.contract.benchmark."""
     spec = write_plugin(tmp_path, monkeypatch, "zoo_bench_demo2", PLUGIN,
                         echo_spec("bench-demo2", "zoo_bench_demo2", 'bench: "zoo_bench_demo2:unregistered_main"\n'))
     assert main(["bench", str(spec), "--quick"]) == 2
-    assert "not registered as a bench" in capsys.readouterr().err
+    assert "not registered as a benchmark" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from registry.contract import bench
+from registry.contract import benchmark
 from zoo.common.bench_output import write_outputs
 
 from .analysis import StabilityReport, format_report, slope_with_se
@@ -100,7 +100,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@bench
+@benchmark
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_asgd_stability")
     ap.add_argument("--quick", action="store_true", help="5 seeds, N <= 256 (seconds; the table still prints)")

@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from registry.contract import bench
+from registry.contract import benchmark
 from zoo.common.gmm import sliced_wasserstein2
 from zoo.methods.diffusers_baselines.sampler import run_scheduler
 
@@ -82,7 +82,7 @@ def overhead_table(steps: int = 10, batch: int = 8, repeats: int = 3) -> list[tu
     return rows
 
 
-@bench
+@benchmark
 def main(argv: list[str] | None = None) -> int:
     """The benchmark (``zoo bench f-dpmsolver [--quick] [options]``); prints the table, writes PNG/MD/JSON."""
     ap = argparse.ArgumentParser(prog="zoo bench f-dpmsolver", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])

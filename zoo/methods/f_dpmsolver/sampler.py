@@ -19,6 +19,8 @@ from zoo.methods.diffusers_baselines.sampler import SchedulerSampler, _vp_config
 
 from .scheduler import FDPMSolverScheduler, _to_eps_x0
 
+BoundedFloat = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+
 
 def model_data_mean(model: Any) -> float | list[float]:
     """The data mean of a model that knows it: a ``data_mean`` attribute (the digits UNet), or the analytic mixture's
@@ -52,7 +54,7 @@ class FDPMSolverSampler(SchedulerSampler):
         num_inference_steps: int = Field(10, ge=1, le=1000, description="N steps (= N model calls unless first_eps=evaluate)")
         solver_order: int = Field(1, ge=1, le=3, description="look-ahead predictor order p (1 = F-DDIM)")
         first_eps: Literal["approx", "mean", "evaluate"] = Field("approx", description="first history entry: x_T (paper), data-mean prior, or one extra model call")
-        data_mean: float | Annotated[list[float], Field(max_length=4096)] | None = Field(None, description="mu of first_eps=mean (scalar or per channel); None: the model's data mean (analytic toy)")
+        data_mean: BoundedFloat | Annotated[list[BoundedFloat], Field(min_length=1, max_length=64)] | None = Field(None, description="mu of first_eps=mean (scalar or per channel); None: the model's data mean (analytic toy)")
         timestep_spacing: Literal["linspace", "leading", "trailing"] = "linspace"
         use_karras_sigmas: bool = False
         sigma_min: float | None = Field(None, ge=1e-6, le=1e4, description="floor 1e-6: log(sigma) must stay finite")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from registry.contract import bench
+from registry.contract import benchmark
 from zoo.common.bench_output import write_outputs
 
 from .analysis import DTYPES, measure
@@ -64,7 +64,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@bench
+@benchmark
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_float_ad_networks")
     ap.add_argument("--quick", action="store_true", help="grid sizes 4, 16, 64 only")
