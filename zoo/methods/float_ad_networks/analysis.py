@@ -61,7 +61,7 @@ class ExactnessReport(Procedure):
         starts: tuple[float, ...] = Field((1.0, 1.5, 0.75, -3.0, 1e-6, 1e6), min_length=1, max_length=32,
                                           description="grid starts (1.0 is the binade edge case of the note)")
         sizes: tuple[Annotated[int, Field(ge=1, le=4096)], ...] = Field((256,), min_length=1, max_length=16)
-        gates: tuple[Literal["tanh", "gelu", "gelu-tanh", "silu", "elu", "softsign", "hardtanh"], ...] = Field(("tanh",), min_length=1)
+        gates: tuple[Literal["tanh", "gelu", "gelu-tanh", "silu", "elu", "softsign", "hardtanh"], ...] = Field(("tanh",), min_length=1, max_length=16)
         step_scale: Literal["per-threshold", "fixed"] = Field("per-threshold", description="fixed = the note's K = 2^24 (negative control)")
         lo: float = Field(1e-20, gt=0, le=1e30, description="smallest target magnitude")
         hi: float = Field(1e20, gt=0, le=1e30, description="largest target magnitude (beyond what B absorbs: ConstructionError rows)")
