@@ -3,13 +3,19 @@
 testbed, at equal NFE and from the same x_T. One run prints one table and writes one log-log plot.
 
 Two grids:
-  vp   diffusers-native VP schedule (linear betas, T = 1000): F-DDIM / F-DPMSolver-2 on the paper's LDM grid
+  vp   diffusers-native VP schedule (linear betas, T = 1000): the F-DPMSolver rows on the paper's LDM grid
        round(linspace(0, 999, N+1)); DDIMScheduler, DPMSolverMultistepScheduler(dpmsolver++, order 2),
        UniPCMultistepScheduler(bh2) with timestep_spacing="trailing" (all start at t = 999).
-  edm  the paper's EDM grid (Karras sigma 80 -> 0.002, rho 7): F-DDIM / F-DPMSolver-2 vs diffusers'
-       EDMEulerScheduler (= DDIM on a Karras grid) and EDMDPMSolverMultistepScheduler (DPM-Solver++(2M)),
-       the analytic model wrapped with the schedulers' own EDM preconditioning. UniPC has no EDM scheduler in
-       diffusers and is left out of this grid.
+  edm  the paper's EDM grid (Karras sigma 80 -> 0.002, rho 7): the F-DPMSolver rows vs DDIM on the *same* N + 1
+       points (N calls, ending at 0.002: the authors' protocol; this is the DDIM / F-DDIM ratio), diffusers'
+       EDMEulerScheduler (the same update on an N-point Karras grid + a final step to 0, i.e. one step fewer
+       inside [0.002, 80]; column "EDMEuler") and EDMDPMSolverMultistepScheduler (DPM-Solver++(2M)), the analytic
+       model wrapped with the schedulers' own EDM preconditioning. UniPC has no EDM scheduler in diffusers.
+
+F-DPMSolver rows, all at exactly NFE model calls: F-DDIM (paper: e_0 := x_T), F-DDIM-mean (e_0 from the data mean,
+first_eps="mean"), F-DDIM-evaluate (first eps evaluated: NFE - 1 steps + 1 call), (DDIM+F-DDIM)/2 (the half-sum on the
+same grid: NFE / 2 steps of each; even NFE only), F-DPMSolver-2 (order-2 look-ahead). Mixtures: gaussian
+(N((1, .5), .25 I)), gaussian-centred (N(0, .25 I)), gmm3 (the method note's 3-component mixture).
 
 digits  the tiny epsilon-UNet trained in-repo on scikit-learn's 8x8 digits (tools/train_f_dpmsolver_digits.py):
        path error against a high-accuracy (Dormand-Prince, rtol 1e-6) solution of the learned model's own PF-ODE;
@@ -40,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from zoo.common.gmm import analytic_model, sliced_wasserstein2  # noqa: E402
+from zoo.common.gmm import sliced_wasserstein2  # noqa: E402
 from zoo.methods.diffusers_baselines.sampler import run_scheduler  # noqa: E402
 from zoo.methods.f_dpmsolver import FDPMSolverScheduler  # noqa: E402
-from zoo.methods.f_dpmsolver.bench import ExactCache, samplers  # noqa: E402
+from zoo.methods.f_dpmsolver.bench import NAMES, ExactCache, bench_model, samplers  # noqa: E402
 
 def overhead_table(steps: int = 10, batch: int = 8, repeats: int = 3) -> list[tuple[str, float, float]]:
     """Per-step scheduler time (scale_model_input + step) / one tiny UNet2DModel call (3x32x32, batch 8)."""
@@ -83,7 +89,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--rows", type=int, default=1000, help="number of x_T rows (same for every sampler)")
     ap.add_argument("--nfe", type=int, nargs="+", default=[4, 5, 6, 8, 10, 15, 20, 50])
-    ap.add_argument("--mixtures", nargs="+", default=["gaussian", "gmm3"], choices=["gaussian", "gmm3"])
+    ap.add_argument("--mixtures", nargs="+", default=["gaussian", "gaussian-centred", "gmm3"], choices=["gaussian", "gaussian-centred", "gmm3"])
     ap.add_argument("--grids", nargs="+", default=["vp", "edm"], choices=["vp", "edm"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default="docs/methods", help="where f-dpmsolver-bench.png / .md / .json go")
@@ -95,7 +101,7 @@ def main(argv=None) -> int:
 
     results = []  # dicts
     jobs = [(g, m, n) for g in args.grids for m in args.mixtures for n in args.nfe]
-    models = {m: analytic_model(m) for m in args.mixtures}
+    models = {m: bench_model(m) for m in args.mixtures}
     x_T = torch.randn(args.rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(args.seed))
     exact = {m: ExactCache(models[m].gmm, x_T) for m in args.mixtures}
     data = {m: models[m].gmm.sample(args.rows, generator=torch.Generator().manual_seed(args.seed + 1)) for m in args.mixtures}
@@ -110,7 +116,7 @@ def main(argv=None) -> int:
                 "sw2": sliced_wasserstein2(out, data[mix], generator=torch.Generator().manual_seed(7)),
                 "loglik": float(gmm.log_prob(out).mean()),
             })
-    names = ["F-DDIM", "F-DPMSolver-2", "DDIM", "DPM-Solver++(2M)", "UniPC"]
+    names = NAMES
     lines = [f"x_T rows: {args.rows} (seed {args.seed}); path error = median ||x_N - exact PF-ODE(x_T)||; "
              f"SW2 vs {args.rows} exact data samples; loglik = mean log p(samples) (exact data: "
              + ", ".join(f"{m} {float(models[m].gmm.log_prob(data[m]).mean()):.3f}" for m in args.mixtures) + ")", ""]
@@ -122,7 +128,7 @@ def main(argv=None) -> int:
             lines.append("|---" * (len(have) + 2) + "|")
             for N in args.nfe:
                 row = {r["sampler"]: r for r in results if r["grid"] == grid and r["mixture"] == mix and r["nfe"] == N}
-                cells = [f"{row[n]['path_err']:.3g} / {row[n]['sw2']:.3g} / {row[n]['loglik']:.3f}" for n in have]
+                cells = [f"{row[n]['path_err']:.3g} / {row[n]['sw2']:.3g} / {row[n]['loglik']:.3f}" if n in row else "-" for n in have]
                 lines.append(f"| {N} | " + " | ".join(cells) + f" | {row['DDIM']['path_err'] / row['F-DDIM']['path_err']:.2f}x |")
             lines.append("")
     verdicts = []
@@ -132,6 +138,13 @@ def main(argv=None) -> int:
                    >= next(r for r in results if (r["grid"], r["mixture"], r["sampler"], r["nfe"]) == (grid, mix, "DDIM", N))["path_err"]]
             verdicts.append(f"claim F-DDIM < DDIM at every NFE >= 5 [{grid}, {mix}]: " + ("HOLDS" if not bad else f"FAILS at NFE {bad}"))
     lines += verdicts + [""]
+    if 4 in args.nfe:  # item 7 of issue #12: where the NFE-4 loss comes from (the first guess e_0 := x_T)
+        lines.append("NFE 4, DDIM error / error of each F-DDIM first guess (> 1: beats DDIM):")
+        for grid in args.grids:
+            for mix in args.mixtures:
+                row = {r["sampler"]: r["path_err"] for r in results if (r["grid"], r["mixture"], r["nfe"]) == (grid, mix, 4)}
+                lines.append(f"  [{grid}, {mix}] " + ", ".join(f"{n} {row['DDIM'] / row[n]:.2f}x" for n in ("F-DDIM", "F-DDIM-mean", "F-DDIM-evaluate") if n in row))
+        lines.append("")
     digits = None
     if not args.no_digits:
         from safetensors.torch import load_file
@@ -144,7 +157,9 @@ def main(argv=None) -> int:
         digits = digits_compare(unet.eval(), args.nfe, rows=args.digits_rows, seed=args.seed)
         lines += [f"### learned digits UNet (specs/weights/f-dpmsolver-digits-unet.safetensors): median path error to its high-accuracy PF-ODE solution ({args.digits_rows} x_T; all samplers end at sigma(t=0))",
                   "| NFE | " + " | ".join(names) + " | DDIM / F-DDIM |", "|---" * (len(names) + 2) + "|"]
-        lines += [f"| {N} | " + " | ".join(f"{digits[N][n]:.3g}" for n in names) + f" | {digits[N]['DDIM'] / digits[N]['F-DDIM']:.2f}x |" for N in args.nfe]
+        dn = [n for n in names if any(n in digits[N] for N in args.nfe)]
+        lines[-2:] = ["| NFE | " + " | ".join(dn) + " | DDIM / F-DDIM |", "|---" * (len(dn) + 2) + "|"]
+        lines += [f"| {N} | " + " | ".join(f"{digits[N][n]:.3g}" if n in digits[N] else "-" for n in dn) + f" | {digits[N]['DDIM'] / digits[N]['F-DDIM']:.2f}x |" for N in args.nfe]
         bad = [N for N in args.nfe if N >= 5 and digits[N]["F-DDIM"] >= digits[N]["DDIM"]]
         lines += ["", "claim F-DDIM < DDIM at every NFE >= 5 [digits UNet]: " + ("HOLDS" if not bad else f"FAILS at NFE {bad}"), ""]
     if not args.no_overhead:
@@ -165,7 +180,8 @@ def main(argv=None) -> int:
 
     nrows = len(args.grids) + (1 if digits else 0)
     fig, axes = plt.subplots(nrows, len(args.mixtures), figsize=(5.5 * len(args.mixtures), 4.2 * nrows), squeeze=False)
-    styles = {"F-DDIM": ("C3", "o", "-"), "F-DPMSolver-2": ("C1", "s", "--"), "DDIM": ("C0", "v", "-"), "DPM-Solver++(2M)": ("C2", "^", "-."), "UniPC": ("C4", "D", ":")}
+    styles = {"F-DDIM": ("C3", "o", "-"), "F-DDIM-mean": ("C5", "P", "-"), "F-DDIM-evaluate": ("C6", "X", ":"), "(DDIM+F-DDIM)/2": ("C7", "*", "--"),
+              "F-DPMSolver-2": ("C1", "s", "--"), "DDIM": ("C0", "v", "-"), "EDMEuler": ("C9", "<", ":"), "DPM-Solver++(2M)": ("C2", "^", "-."), "UniPC": ("C4", "D", ":")}
     for i, grid in enumerate(args.grids):
         for j, mix in enumerate(args.mixtures):
             ax = axes[i][j]
@@ -174,7 +190,7 @@ def main(argv=None) -> int:
                 if pts:
                     c, mk, ls = styles[n]
                     ax.loglog(*zip(*pts), color=c, marker=mk, linestyle=ls, label=n)
-            ax.set_title(f"{mix}, {'VP linear-beta grid' if grid == 'vp' else 'EDM Karras grid (80 -> 0.002)'}")
+            ax.set_title(f"{mix}, {'VP linear-beta grid' if grid == 'vp' else 'EDM Karras grid (80 -> 0.002)'}", fontsize=10)
             ax.set_xticks(args.nfe)
             ax.set_xticklabels([str(n) for n in args.nfe])
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -186,7 +202,9 @@ def main(argv=None) -> int:
         ax = axes[-1][0]
         for n in names:
             c, mk, ls = styles[n]
-            ax.loglog(args.nfe, [digits[N][n] for N in args.nfe], color=c, marker=mk, linestyle=ls, label=n)
+            pts = [(N, digits[N][n]) for N in args.nfe if n in digits[N]]
+            if pts:
+                ax.loglog(*zip(*pts), color=c, marker=mk, linestyle=ls, label=n)
         ax.set_xticks(args.nfe)
         ax.set_xticklabels([str(n) for n in args.nfe])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())

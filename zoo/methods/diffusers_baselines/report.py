@@ -37,11 +37,16 @@ def with_steps(proc: Any, num_inference_steps: int) -> Any:
 
 
 def steps_for_nfe(proc: Any, nfe: int) -> int:
-    """Steps giving ``nfe`` model calls (F-DPMSolver with ``first_eps="evaluate"`` spends one extra)."""
+    """Steps giving ``nfe`` model calls (F-DPMSolver with ``first_eps="evaluate"`` spends one extra; a sampler with
+    ``calls_per_step = 2``, the half-sum, two per step)."""
     extra = 1 if getattr(proc.params, "first_eps", "approx") == "evaluate" else 0
-    if nfe - extra < 1:
-        raise ValueError(f"nfe={nfe} is too small for this sampler")
-    return nfe - extra
+    per = int(getattr(proc, "calls_per_step", 1))
+    if nfe - extra < per or (nfe - extra) % per:
+        from registry.errors import ParamError
+
+        raise ParamError(f"--nfe {nfe}: not reachable by this sampler ({per} model call(s) per step + {extra} extra; need >= {per + extra}"
+                         + (f" and nfe - {extra} divisible by {per})" if per > 1 else ")"))
+    return (nfe - extra) // per
 
 
 def exact_endpoint(proc: Any, x_T: torch.Tensor) -> torch.Tensor:

@@ -51,13 +51,64 @@ class EDMRun:
         return x.double() / math.sqrt(1 + s1**2)
 
 
+#: table / plot order of the samplers (a sampler that cannot spend exactly N calls is left out at that NFE)
+NAMES = ["F-DDIM", "F-DDIM-mean", "F-DDIM-evaluate", "(DDIM+F-DDIM)/2", "F-DPMSolver-2", "DDIM", "EDMEuler", "DPM-Solver++(2M)", "UniPC"]
+
+
+def bench_model(mixture: str):
+    """The analytic model of a benchmark mixture: the named toys of ``zoo.common.gmm`` plus ``gaussian-centred``
+    (the ``gaussian`` law moved to mean 0: the case where F-DDIM's first guess e_0 := x_T is right)."""
+    if mixture == "gaussian-centred":
+        return analytic_model(weights=[1.0], means=[[0.0, 0.0]], variances=[0.25])
+    return analytic_model(mixture)
+
+
+def fdpm_variants(model, N: int, grid_kw: dict, data_mean=None) -> list:
+    """(name, procedure) of the F-DPMSolver rows at exactly N model calls: F-DDIM, F-DDIM-mean, F-DDIM-evaluate
+    (N - 1 steps), the half-sum (N / 2 steps of each; even N only) and the order-2 look-ahead."""
+    from .sampler import FDPMHalfSumSampler
+
+    P = FDPMSolverSampler.Params
+    out = [("F-DDIM", FDPMSolverSampler({"denoiser": model}, P(num_inference_steps=N, **grid_kw)))]
+    out.append(("F-DDIM-mean", FDPMSolverSampler({"denoiser": model}, P(num_inference_steps=N, first_eps="mean", data_mean=data_mean, **grid_kw))))
+    if N >= 2:
+        out.append(("F-DDIM-evaluate", FDPMSolverSampler({"denoiser": model}, P(num_inference_steps=N - 1, first_eps="evaluate", **grid_kw))))
+    if N % 2 == 0:
+        out.append(("(DDIM+F-DDIM)/2", FDPMHalfSumSampler({"denoiser": model}, P(num_inference_steps=N // 2, **grid_kw))))
+    out.append(("F-DPMSolver-2", FDPMSolverSampler({"denoiser": model}, P(num_inference_steps=N, solver_order=2, **grid_kw))))
+    return out
+
+
+class GridDDIM:
+    """DDIM on F-DDIM's own grid (N + 1 points, N calls at t_0 ... t_{N-1}, ending at sigma(t_N)): the authors' DDIM
+    baseline protocol (same grid for every sampler in their ``sampler.py``)."""
+
+    def __init__(self, model, N: int, grid_kw: dict):
+        self.proc = FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params(num_inference_steps=N, **grid_kw))
+        self.model, self.N = model, N
+
+    def noise_range(self):
+        return self.proc.noise_range()
+
+    def __call__(self, x_T):
+        from .sampler import grid_ddim
+
+        self.proc.scheduler.set_timesteps(self.N)
+        return grid_ddim(self.model, self.proc.scheduler, x_T.to(self.proc._dtype))
+
+
 def samplers(grid: str, model, N: int):
-    """(name, callable x_T -> x_N, noise_range) of every sampler on a grid at NFE N."""
+    """(name, callable x_T -> x_N, noise_range) of every sampler on a grid at exactly N model calls.
+
+    On the EDM grid "DDIM" is DDIM on F-DDIM's own N + 1 Karras points (as in the authors' comparison); diffusers'
+    ``EDMEulerScheduler`` (the same update, but an N-point Karras grid plus a final step to sigma = 0, i.e. one step
+    fewer inside [0.002, 80]) is the separate "EDMEuler" column."""
     out = []
+    grid_kw = {} if grid == "vp" else {"use_karras_sigmas": True, **EDM}
+    for name, p in fdpm_variants(model, N, grid_kw):
+        out.append((name, lambda x, p=p: p(noise=x), p.noise_range))
     if grid == "vp":
         for name, cls, kw in [
-            ("F-DDIM", FDPMSolverSampler, {}),
-            ("F-DPMSolver-2", FDPMSolverSampler, {"solver_order": 2}),
             ("DDIM", DDIMSampler, {}),
             ("DPM-Solver++(2M)", DPMSolverPPSampler, {}),
             ("UniPC", UniPCSampler, {}),
@@ -67,10 +118,9 @@ def samplers(grid: str, model, N: int):
     else:
         from diffusers import EDMDPMSolverMultistepScheduler, EDMEulerScheduler
 
-        for name, kw in [("F-DDIM", {}), ("F-DPMSolver-2", {"solver_order": 2})]:
-            p = FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params(num_inference_steps=N, use_karras_sigmas=True, **EDM, **kw))
-            out.append((name, lambda x, p=p: p(noise=x), p.noise_range))
-        for name, cls in [("DDIM", EDMEulerScheduler), ("DPM-Solver++(2M)", EDMDPMSolverMultistepScheduler)]:
+        r = GridDDIM(model, N, grid_kw)
+        out.append(("DDIM", r, r.noise_range))
+        for name, cls in [("EDMEuler", EDMEulerScheduler), ("DPM-Solver++(2M)", EDMDPMSolverMultistepScheduler)]:
             r = EDMRun(cls, model.gmm, N)
             out.append((name, r, r.noise_range))
     return out
@@ -93,7 +143,7 @@ class ExactCache:
 def compare(grid: str, mixture: str, nfe: int, rows: int = 1000, seed: int = 0) -> dict[str, dict[str, float]]:
     """Every sampler of ``grid`` on ``mixture`` at ``nfe`` from the same ``rows`` x_T (seed): path error (median),
     SW2 to exact data samples (seed + 1) and mean exact log-density."""
-    model = analytic_model(mixture)
+    model = bench_model(mixture)
     x_T = torch.randn(rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     exact = ExactCache(model.gmm, x_T)
     data = model.gmm.sample(rows, generator=torch.Generator().manual_seed(seed + 1))
@@ -145,14 +195,17 @@ def learned_reference(model, x_T: torch.Tensor, t_start: float = 999.0, t_end: f
     return (y / math.sqrt(1 + s1**2)).reshape(shape)
 
 
-def digits_samplers(model, N: int):
-    """Samplers ending at the same noise level sigma(t = 0) (no step to sigma = 0, where the discrete model has no
-    time): F-DDIM / F-DPMSolver-2 (LDM grid), DDIM (set_alpha_to_one=False), DPM-Solver++(2M) and UniPC with
+def digits_samplers(model, N: int, data_mean: float | None = None):
+    """Samplers at exactly N model calls, all ending at the same noise level sigma(t = 0) (no step to sigma = 0, where
+    the discrete model has no time): the F-DPMSolver rows of :func:`fdpm_variants` (LDM grid; F-DDIM-mean with the
+    training data's mean pixel value), DDIM (set_alpha_to_one=False), DPM-Solver++(2M) and UniPC with
     final_sigmas_type="sigma_min"."""
-    out = []
+    if data_mean is None:
+        from .toy import digits_data
+
+        data_mean = float(digits_data().mean())
+    out = fdpm_variants(model, N, {}, data_mean=data_mean)
     for name, cls, kw in [
-        ("F-DDIM", FDPMSolverSampler, {}),
-        ("F-DPMSolver-2", FDPMSolverSampler, {"solver_order": 2}),
         ("DDIM", DDIMSampler, {"set_alpha_to_one": False}),
         ("DPM-Solver++(2M)", DPMSolverPPSampler, {"final_sigmas_type": "sigma_min"}),
         ("UniPC", UniPCSampler, {"final_sigmas_type": "sigma_min"}),
@@ -169,11 +222,86 @@ def digits_compare(model, nfes, rows: int = 64, seed: int = 0) -> dict[int, dict
     ab0 = float(FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params()).scheduler.alphas_cumprod[0])
     sigma_end = math.sqrt((1 - ab0) / ab0)
     res: dict[int, dict[str, float]] = {}
+    from .toy import digits_data
+
+    mean = float(digits_data().mean())
     for N in nfes:
         res[N] = {}
-        for name, p in digits_samplers(model, N):
+        for name, p in digits_samplers(model, N, mean):
             _, s1 = p.noise_range()
             assert abs(s1 / sigma_end - 1) < 1e-4, (name, s1, sigma_end)  # every sampler ends at sigma(t = 0)
             out = p(noise=x_T).double().reshape(rows, -1)
             res[N][name] = float((out - ref).norm(dim=1).median())
     return res
+
+
+# ----------------------------------------------------------------------------- pipeline protocols (issue #12 items 1-2)
+
+
+def _end_sigma(sch, ts) -> float:
+    """EDM noise level at which a scheduler's run over ``ts`` ends (F-DPMSolver: its last grid level; DDIM: the level
+    after its last timestep, 0 with set_alpha_to_one)."""
+    if hasattr(sch, "grid_sigmas"):
+        return float(sch.grid_sigmas[-1])
+    prev = int(ts[-1]) - sch.config.num_train_timesteps // sch.num_inference_steps
+    ab = float(sch.alphas_cumprod[prev]) if prev >= 0 else float(sch.final_alpha_cumprod)
+    return math.sqrt((1 - ab) / ab) if ab < 1 else 0.0
+
+
+def _sigma_at(sch, t) -> float:
+    ab = float(sch.alphas_cumprod.double()[int(t)])
+    return math.sqrt((1 - ab) / ab)
+
+
+def img2img_error(scheduler, model, N: int = 10, strength: float = 0.5, rows: int = 256, seed: int = 0, set_begin: bool = True) -> float:
+    """The StableDiffusionImg2Img protocol on the exact testbed: data ``x0`` (seed) noised with ``add_noise`` to
+    ``timesteps[t_start]`` (``t_start = N - int(N * strength)``), then the remaining timesteps in the pipeline loop
+    (with ``set_begin_index`` when ``set_begin``, else only slicing ``timesteps`` as diffusers' DDIM test does).
+    Returns the median distance to the exact PF-ODE image of the noised input over the scheduler's own range."""
+    gmm = model.gmm
+    x0 = gmm.sample(rows, generator=torch.Generator().manual_seed(seed))
+    noise = torch.randn(rows, gmm.dim, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1))
+    sch = scheduler
+    sch.set_timesteps(N)
+    t_start = N - int(N * strength)
+    ts = sch.timesteps[t_start:]
+    if set_begin and hasattr(sch, "set_begin_index"):
+        sch.set_begin_index(t_start)
+    lat = sch.add_noise(x0, noise, ts[:1])
+    for t in ts:
+        lat = sch.step(model(sch.scale_model_input(lat, t), t).sample, t, lat).prev_sample
+    s0, s1 = _sigma_at(sch, ts[0]), _end_sigma(sch, ts)
+    ref = gmm.exact_ode(x0 + s0 * noise, s0, s1) / math.sqrt(1 + s1**2)
+    return float((lat.double() - ref).norm(dim=1).median())
+
+
+def inpaint_scores(scheduler, model, N: int = 10, rows: int = 512, seed: int = 0, blend_every_step: bool = True) -> dict[str, float]:
+    """The StableDiffusionInpaint (4-channel UNet) protocol on the exact 2-D testbed: coordinate 0 is known (taken from
+    data samples), coordinate 1 is inpainted. After each step the known coordinate is replaced by the data noised to the
+    next timestep (``add_noise``), after the last step by the clean value. ``blend_every_step=False`` blends only at the
+    end (what a scheduler that ignores edits effectively did). Scores: max error of the known coordinate and the mean
+    exact conditional log-density ``log p(x_1 | x_0)`` of the inpainted one."""
+    gmm = model.gmm
+    data = gmm.sample(rows, generator=torch.Generator().manual_seed(seed))
+    noise = torch.randn(rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1))
+    known = torch.tensor([1.0, 0.0], dtype=torch.float64)  # mask of the known coordinate
+    sch = scheduler
+    sch.set_timesteps(N)
+    ts = sch.timesteps
+    lat = torch.randn(rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 2)) * sch.init_noise_sigma
+    for i, t in enumerate(ts):
+        lat = sch.step(model(sch.scale_model_input(lat, t), t).sample, t, lat).prev_sample
+        if i < len(ts) - 1:
+            if blend_every_step:
+                lat = known * sch.add_noise(data, noise, ts[i + 1 : i + 2]) + (1 - known) * lat
+        else:
+            lat = known * data + (1 - known) * lat
+    # exact conditional law of x_1 given x_0 = data[:, 0]: a 1-D mixture per row
+    w = gmm.log_weights.exp()
+    mu, var = gmm.means, gmm.evals  # isotropic per component: variances on the eigen-diagonal
+    logw = torch.log(w)[None] - 0.5 * ((data[:, :1] - mu[None, :, 0]) ** 2 / var[None, :, 0] + torch.log(2 * math.pi * var[None, :, 0]))
+    post = torch.softmax(logw, dim=1)
+    x1 = lat[:, 1:2].double()
+    comp = -0.5 * ((x1 - mu[None, :, 1]) ** 2 / var[None, :, 1] + torch.log(2 * math.pi * var[None, :, 1]))
+    cond = torch.logsumexp(torch.log(post) + comp, dim=1)
+    return {"known_err": float((lat[:, 0] - data[:, 0]).abs().max()), "cond_loglik": float(cond.mean())}

@@ -174,9 +174,9 @@ def pipeline_loop(sch, model, x_T: torch.Tensor, N: int, **set_kw) -> torch.Tens
 
 @invariant("nfe-accounting")
 @_FAST
-@given(st.integers(1, 30), st.sampled_from(["approx", "evaluate"]), st.booleans(), seeds)
+@given(st.integers(1, 30), st.sampled_from(["approx", "mean", "evaluate"]), st.booleans(), seeds)
 def nfe_accounting(N, first_eps, karras, seed):
-    """A counting model is called exactly N times, at t_1 ... t_N (never t_0), with first_eps="approx", and
+    """A counting model is called exactly N times, at t_1 ... t_N (never t_0), with first_eps="approx" or "mean", and
     N + 1 times at t_0 ... t_N with "evaluate" - inside the diffusers pipeline loop."""
     g = GaussianMixture([1.0], [[0.5, -0.5]], variances=[0.3])
     sch = FDPMSolverScheduler(first_eps=first_eps, use_karras_sigmas=karras)
@@ -185,21 +185,22 @@ def nfe_accounting(N, first_eps, karras, seed):
     pipeline_loop(sch, model, _xT(4, 2, seed), N)
     grid = [float(t) for t in sch.grid_timesteps]
     called = [float(t) for t in model.calls]
-    assert called == (grid[1:] if first_eps == "approx" else grid), (called, grid)
+    assert called == (grid if first_eps == "evaluate" else grid[1:]), (called, grid)
 
 
 @invariant("scheduler-matches-direct-loop")
 @_FAST
-@given(st.integers(1, 20), st.integers(1, 3), st.sampled_from(["approx", "evaluate"]), st.booleans(), seeds)
+@given(st.integers(1, 20), st.integers(1, 3), st.sampled_from(["approx", "mean", "evaluate"]), st.booleans(), seeds)
 def scheduler_matches_direct_loop(N, order, first_eps, karras, seed):
     """The diffusers-protocol scheduler (state kept inside, look-ahead returned as prev_sample) produces the
     same x_N as the direct F-DPMSolver loop of the method note (atol 1e-12, float64), for orders 1-3."""
     g = GaussianMixture([0.6, 0.4], [[1.0, 0.0], [-1.0, 1.0]], variances=[0.2, 0.4])
-    sch = FDPMSolverScheduler(first_eps=first_eps, use_karras_sigmas=karras, solver_order=order)
+    mean = [0.2, 0.4]
+    sch = FDPMSolverScheduler(first_eps=first_eps, use_karras_sigmas=karras, solver_order=order, data_mean=mean)
     sch.set_timesteps(N)
     x_T = _xT(6, 2, seed)
     a, s = sch.grid_alphas, sch.grid_vp_sigmas
-    direct = fdpm_sample(_eps_fn(g, a), x_T, a, s, order=order, first_eps=first_eps)
+    direct = fdpm_sample(_eps_fn(g, a), x_T, a, s, order=order, first_eps=first_eps, data_mean=mean)
     via = pipeline_loop(sch, CountingModel(g, sch), x_T, N)
     assert torch.allclose(via, direct, atol=1e-12, rtol=0), float((via - direct).abs().max())
 

@@ -24,21 +24,21 @@ def ddim_over_fddim(pipeline) -> float:
 
 
 @metric_check
-def bench_ratio(pipeline, grid: str, mixture: str, nfe: int) -> float:
-    """Slow check: DDIM / F-DDIM median path error on the ``grid`` (vp | edm) grid, ``mixture``
-    (gaussian | gmm3), at ``nfe``, 1000 x_T (seed 0), as in tools/bench_samplers.py (ignores the
-    pipeline's own params)."""
+def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-DDIM") -> float:
+    """Slow check: DDIM / ``sampler`` median path error on the ``grid`` (vp | edm) grid, ``mixture``
+    (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in tools/bench_samplers.py
+    (ignores the pipeline's own params). On the EDM grid DDIM runs on F-DDIM's own N + 1 points (authors' protocol)."""
     from .bench import compare
 
     r = compare(grid, mixture, nfe)
-    return r["DDIM"]["path_err"] / r["F-DDIM"]["path_err"]
+    return r["DDIM"]["path_err"] / r[sampler]["path_err"]
 
 
 @metric_check
-def digits_ratio(pipeline, nfe: int) -> float:
-    """Slow check (~50 s): on the digits UNet, DDIM / F-DDIM median path error at ``nfe`` against the
-    high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; both end at sigma(t=0))."""
+def digits_ratio(pipeline, nfe: int, sampler: str = "F-DDIM") -> float:
+    """Slow check (~50 s): on the digits UNet, DDIM / ``sampler`` median path error at ``nfe`` against the
+    high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; all end at sigma(t=0))."""
     from .bench import digits_compare
 
     r = digits_compare(as_procedure(pipeline).model, [nfe])[nfe]
-    return r["DDIM"] / r["F-DDIM"]
+    return r["DDIM"] / r[sampler]

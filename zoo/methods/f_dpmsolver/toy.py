@@ -16,6 +16,11 @@ DIGITS_UNET: dict[str, Any] = dict(
 )
 
 
+#: mean pixel value of the training data (``digits_data().mean()``; checked in tests): the ``data_mean`` that
+#: ``first_eps="mean"`` uses for the digits model
+DIGITS_MEAN = -0.3894794285297394
+
+
 Block = Literal["DownBlock2D", "AttnDownBlock2D", "UpBlock2D", "AttnUpBlock2D"]
 
 
@@ -34,10 +39,13 @@ class DigitsUNetConfig(FactoryParams):
 
 @factory(params=DigitsUNetConfig)
 def build_digits_unet(**overrides: Any):
-    """The digits UNet architecture (random init; the spec loads the shipped weights with strict=True)."""
+    """The digits UNet architecture (random init; the spec loads the shipped weights with strict=True). The model
+    carries ``data_mean`` (its training data's mean pixel value) for ``first_eps="mean"``."""
     from diffusers import UNet2DModel
 
-    return UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
+    model = UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
+    model.data_mean = DIGITS_MEAN
+    return model
 
 
 def digits_data() -> torch.Tensor:
