@@ -56,7 +56,11 @@ class ProcedureParams(BaseModel):
 
 
 class CliInputs(BaseModel):
-    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced)."""
+    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced).
+
+    An option that overrides a spec parameter (``--nfe`` for ``num_inference_steps``) defaults to
+    ``None`` = "not given", so the spec's value (and ``--param``) stand unless the user passes it.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -207,9 +211,9 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
 
 # ----------------------------------------------------------------------------- registration
 #: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
-#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``); ``converter`` and
-#: ``transform`` are reserved for the weight-conversion engine.
-KINDS = ("factory", "procedure", "metric_check", "converter", "transform")
+#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``), ``benchmark`` (``bench``:
+#: a ``main(argv) -> int``); ``converter`` and ``transform`` are reserved for the weight-conversion engine.
+KINDS = ("factory", "procedure", "metric_check", "benchmark", "converter", "transform")
 _REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
 _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -297,6 +301,11 @@ def factory_params(fn: Any) -> type[BaseModel]:
 def metric_check(fn: F) -> F:
     """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance."""
     return register("metric_check", fn)
+
+
+def benchmark(fn: F) -> F:
+    """Register a method's benchmark entry point ``main(argv: list[str] | None) -> int`` (``zoo bench``)."""
+    return register("benchmark", fn)
 
 
 def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
