@@ -249,14 +249,11 @@ class Catalog:
         self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
             origin = f"entry point {ep.name} ({ep.value})"
-            try:  # a plugin whose package cannot be located is one BROKEN line, never a crash
-                dirs = package_dirs(ep.value)  # located without importing the package (fast `zoo list`)
-                if not dirs:  # not found on sys.path: importing says why (a package that raises, a missing one)
-                    found = find_spec(ep.value)
-                    if found is None or not found.submodule_search_locations:
-                        raise ModuleNotFoundError(f"no module named {ep.value!r}")
-                    dirs = list(found.submodule_search_locations)
-            except Exception as exc:  # noqa: BLE001 - arbitrary errors of a third-party package's finder
+            try:  # a plugin that cannot be located is one BROKEN line, never a crash
+                dirs = package_dirs(ep.value)
+                if not dirs:
+                    raise ModuleNotFoundError(f"no package folder for {ep.value!r}")
+            except Exception as exc:  # noqa: BLE001 - arbitrary errors of a third-party package
                 from .resolve import one_line_import_error
 
                 err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",

@@ -303,6 +303,11 @@ def metric_check(fn: F) -> F:
     return register("metric_check", fn)
 
 
+def benchmark(fn: F) -> F:
+    """Register a method's benchmark entry point ``main(argv: list[str] | None) -> int`` (``zoo bench``)."""
+    return register("benchmark", fn)
+
+
 def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
     """Register a weight converter ``fn(state_dict) -> state_dict`` (a spec's ``convert:``): it maps
     a checkpoint's keys/layout to the factory's. ``inverse`` maps the factory's state dict back to
@@ -314,11 +319,6 @@ def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) ->
         return register("converter", f)
 
     return deco(fn) if fn is not None else deco
-
-
-def benchmark(fn: F) -> F:
-    """Register a method's benchmark entry point ``main(argv: list[str] | None) -> int`` (``zoo bench``)."""
-    return register("benchmark", fn)
 
 
 def transform(fn: F) -> F:

@@ -241,9 +241,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         # a spec that does not validate stops here: its one-line error, exit 2 (see main)
         targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype), allow_remote_code_stub=args.allow_remote_code_stub,
-                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget),
-                    debug=args.debug, record=not args.no_record)
+                    target=Target(args.device, args.dtype), debug=args.debug, record=not args.no_record,
+                    allow_remote_code_stub=args.allow_remote_code_stub,
+                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget))
     return 0 if ok else 1
 
 
