@@ -244,18 +244,14 @@ class Catalog:
     def _sources(self) -> list[tuple[Path, str]]:
         out: list[tuple[Path, str]] = []
         from importlib.metadata import entry_points
-        from importlib.util import find_spec
 
         self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
             origin = f"entry point {ep.name} ({ep.value})"
             try:  # a plugin that cannot be located is one BROKEN line, never a crash
-                dirs = package_dirs(ep.value)  # located without importing the package (fast `zoo list`)
-                if not dirs:  # not found on sys.path: importing says why (a package that raises, a missing one)
-                    found = find_spec(ep.value)
-                    if found is None or not found.submodule_search_locations:
-                        raise ModuleNotFoundError(f"no package folder for {ep.value!r}")
-                    dirs = list(found.submodule_search_locations)
+                dirs = package_dirs(ep.value)
+                if not dirs:
+                    raise ModuleNotFoundError(f"no package folder for {ep.value!r}")
             except Exception as exc:  # noqa: BLE001 - arbitrary errors of a third-party package
                 from .resolve import one_line_import_error
 
