@@ -27,7 +27,7 @@ from typing import Any
 from .catalog import Entry
 from .errors import ParamError, ZooError
 from .metrics_store import record_key
-from .spec import HubSource, Spec, TimmSource, ZooSource
+from .spec import HubFile, HubSource, Spec, TimmSource, ZooSource
 
 
 class Skipped(Exception):
@@ -119,8 +119,64 @@ def _pipeline(entry: Entry, variant: str, target: Target = Target()) -> Any:
     return _pipelines[key]
 
 
+def _declares_batch_independent(spec: Spec, pname: str) -> bool:
+    """True if the procedure ``pname`` declares ``batch_independent`` (or cannot be resolved: its
+    check then reports why)."""
+    try:
+        from .resolve import resolve
+
+        return bool(getattr(resolve(spec.procedure(pname)[1].target, kind="procedure"), "batch_independent", False))
+    except ZooError:
+        return True
+
+
 def cpu_variants(spec: Spec) -> list[str]:
     return [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]
+
+
+def runnable_cpu_variants(spec: Spec) -> list[str]:
+    return [v for v in cpu_variants(spec) if spec.hardware[v].status == "runnable"]
+
+
+def _procedure_variant(spec: Spec, pname: str) -> tuple[str | None, str]:
+    """The first runnable CPU variant with every role ``pname`` declares, or ``(None, why)``."""
+    from .build import missing_roles
+
+    runnable = runnable_cpu_variants(spec)
+    for v in runnable:
+        if not missing_roles(spec, pname, v, {r: None for r in spec.roles_of(v)}):
+            return v, ""
+    if not runnable:
+        return None, "no runnable CPU variant"
+    return None, f"no runnable CPU variant has the roles {pname} needs ({', '.join(spec.procedure(pname)[1].roles or [])})"
+
+
+def snapshot_models(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Copies of every built role's tensors (``state_dict``), to detect in-place changes."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, obj in models.items():
+        state = getattr(obj, "state_dict", None)
+        if callable(state):
+            try:
+                out[role] = {k: v.detach().clone() for k, v in state().items() if hasattr(v, "detach")}
+            except TypeError:  # a state_dict() that needs arguments: not a torch module
+                continue
+    return out
+
+
+def assert_models_unchanged(before: dict[str, dict[str, Any]], models: dict[str, Any], what: str) -> None:
+    """The cached roles are bit-identical to ``before`` (a procedure trained them in place otherwise)."""
+    import torch
+
+    after = snapshot_models(models)
+    for role, state in before.items():
+        for k, v in state.items():
+            w = after.get(role, {}).get(k)
+            if w is None or w.shape != v.shape or w.dtype != v.dtype or not torch.equal(w, v):
+                raise AssertionError(
+                    f"{what} changed the cached weights of role {role!r} ({k}) in place; every later pipeline of "
+                    f"the process would see them: set mutates_models = True or use registry.contract.private_copies"
+                )
 
 
 def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
@@ -144,6 +200,14 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     from .spec import refuse_code_keys
 
     cfg = dict(refuse_code_keys(dict(source.tiny.config)))  # again here: the harness never writes code keys
+    target = workdir / "tiny"
+    save_dir = target / source.subfolder if source.subfolder else target
+    from .build import _is_model_class
+
+    cls = library_class(source.source, source.tiny.model_class or source.model_class)
+    if not _is_model_class(cls):  # a tokenizer, processor, feature extractor or scheduler
+        _tiny_preprocessor(source.source, cls, cfg).save_pretrained(str(save_dir))
+        return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
     if source.source == "transformers":
         import transformers
 
@@ -156,10 +220,54 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     else:
         cls = library_class("diffusers", source.tiny.model_class or source.model_class)
         model = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
-    target = workdir / "tiny"
-    save_dir = target / source.subfolder if source.subfolder else target
     model.save_pretrained(str(save_dir))
-    return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
+    update: dict[str, Any] = {"id": str(target), "revision": None, "allow_unpinned": True}
+    if source.adapters:
+        update["adapters"] = _tiny_adapters(model, source, workdir)
+    return source.model_copy(update=update)
+
+
+def _tiny_adapters(model: Any, source: HubSource, workdir: Path) -> list[Any]:
+    """A random LoRA per declared adapter (peft's default target modules for the model type),
+    saved locally under the declared file name; the adapters then load through the same call."""
+    import peft
+
+    from .weights import sha256_file
+
+    out = []
+    for i, adapter in enumerate(source.adapters):
+        folder = workdir / f"adapter-{i}"
+        lora = peft.get_peft_model(model, peft.LoraConfig(r=2, init_lora_weights=False))
+        lora.save_pretrained(str(folder))
+        model = lora.unload()
+        saved = folder / "adapter_model.safetensors"
+        if adapter.weight_name != saved.name:
+            saved = saved.rename(folder / adapter.weight_name)
+        out.append(adapter.model_copy(update={"hub": None, "revision": None, "path": str(folder), "sha256": sha256_file(saved)}))
+    return out
+
+
+def tiny_tokenizer(vocab: list[str] | None = None, **special: str) -> Any:
+    """A small word-level fast tokenizer built with the ``tokenizers`` package (no files, no network)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", **special}
+    words = list(dict.fromkeys([*specials.values(), *(vocab or ["the", "a", "model", "zoo", "token"])]))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=specials["unk_token"]))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **specials)
+
+
+def _tiny_preprocessor(library: str, cls: type, cfg: dict[str, Any]) -> Any:
+    """A tiny tokenizer / processor / scheduler of the declared class, from ``tiny.config``
+    (tokenizers: ``vocab`` and special tokens; others: the class's keyword arguments)."""
+    name = cls.__name__
+    if "Tokenizer" in name:
+        return tiny_tokenizer(cfg.pop("vocab", None), **cfg)  # saved as tokenizer.json, which every fast class reads
+    if name.startswith("Auto"):
+        raise AssertionError(f"tiny.model_class: name the concrete class {name} should load (e.g. ViTImageProcessor)")
+    return cls(**cfg)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -197,7 +305,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
     # shipped weights: present and matching, for every variant
     for role, model in spec.models.items():
         for v, src in model.variants.items():
-            if isinstance(src, (ZooSource, TimmSource)) and src.weights is not None:
+            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
 
                 def weights(src: Any = src) -> None:
                     from .build import sha256_file
@@ -209,10 +317,17 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
 
                 checks.append(Check(name, f"{name}::weights[{role}.{v}]", weights))
 
-    # every CPU variant builds
+    # every CPU variant builds (a non-runnable one is SKIP with its status, never PASS)
     cpu = cpu_variants(spec)
     for v in cpu:
-        checks.append(Check(name, f"{name}::builds[{v}]", lambda v=v: _pipeline(entry, v, target) and None))
+
+        def builds(v: str = v) -> None:
+            refusal = spec.hardware[v].refusal(v)
+            if refusal:
+                raise Skipped(refusal)
+            _pipeline(entry, v, target)
+
+        checks.append(Check(name, f"{name}::builds[{v}]", builds))
 
     # hub-loaded roles (usually the paper's `full` checkpoints): loading path on a tiny local copy
     for role, model in spec.models.items():
@@ -223,6 +338,8 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     from .build import build_model
                     from .loader import locate
 
+                    if isinstance(src, HubSource) and src.tiny is None and spec.hardware[v].status == "declared-only":
+                        raise Skipped(str(spec.hardware[v].refusal(v)) + "; no tiny: block to test its loading path")
                     # The harness never consents on the spec's behalf: a remote-code role is built
                     # (from a code-free tiny checkpoint, the "stub") only if the caller said so.
                     needs_code = bool(getattr(src, "trust_remote_code", False))
@@ -239,24 +356,38 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                             assert sum(p.numel() for p in obj.parameters()) > 0, "loaded model has no parameters"
 
                 checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", loading_path))
+            elif isinstance(src, ZooSource) and isinstance(src.weights, HubFile):
 
-    # sampler / recipe contract, on the first CPU variant
+                def hub_file_path(src: ZooSource = src, role: str = role, v: str = v) -> None:
+                    _check_hub_file_loading_path(entry, src, f"models.{role}.variants.{v}")
+
+                checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", hub_file_path))
+
+    # sampler / recipe contract, on the first runnable CPU variant that has the procedure's roles
     if cpu:
-        v0 = cpu[0]
         for pname in [*spec.samplers, *spec.recipes]:
             section = "samplers" if pname in spec.samplers else "recipes"
+            v0, no_variant = _procedure_variant(spec, pname)
+
+            def procedure(pname: str = pname, v0: str | None = v0, why: str = no_variant) -> tuple[Any, Any]:
+                if v0 is None:
+                    raise Skipped(why)
+                pipe = _pipeline(entry, v0, target)
+                return pipe, pipe.samplers[pname]
 
             def determinism(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0, target).samplers[pname]
+                pipe, proc = procedure(pname)
+                before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(2)
                 first = proc(seed=1234, **inputs)
                 second = proc(seed=1234, **inputs)
+                assert_models_unchanged(before, pipe.models, f"{pname}")
                 assert_same(first, second)
 
-            def params(pname: str = pname, section: str = section) -> None:
+            def params(pname: str = pname, section: str = section, v0: str | None = v0) -> None:
                 from .build import make_procedure
 
-                pipe = _pipeline(entry, v0, target)
+                pipe, _ = procedure(pname)
                 try:
                     make_procedure(spec, pname, pipe.models, target.device, target.dtype, {"__not_a_parameter__": 1}, file, v0)
                 except ParamError as exc:
@@ -277,9 +408,10 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             checks.append(Check(name, f"{name}::{section}[{pname}]::param-validation", params))
 
             def batch(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0, target).samplers[pname]
+                pipe, proc = procedure(pname)
                 if not getattr(proc, "batch_independent", False):
                     raise Skipped(f"{pname} does not declare batch_independent")
+                before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(3)
                 rows = proc.output_rows(proc(seed=7, **inputs))
                 singles = proc.input_rows(inputs)
@@ -288,9 +420,19 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     alone = proc.output_rows(proc(seed=7, **single))
                     assert len(alone) == 1
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
+                assert_models_unchanged(before, pipe.models, pname)
 
-            if section == "samplers":
-                checks.append(Check(name, f"{name}::samplers[{pname}]::batch-independence", batch))
+            if section == "samplers" or _declares_batch_independent(spec, pname):  # a recipe opts in; no SKIP line otherwise
+                checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
+
+            produced = spec.procedure(pname)[1].produces
+            if produced is not None:
+
+                def produces(pname: str = pname, role: str = produced) -> None:
+                    pipe, proc = procedure(pname)
+                    _check_produces(entry, pipe, proc, pname, role)
+
+                checks.append(Check(name, f"{name}::{section}[{pname}]::produces[{produced}]", produces))
 
     # invariants
     for inv in spec.invariants:
@@ -326,8 +468,11 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 raise Skipped(f"slow; run `zoo check --slow {name}` or `{m.command}`")
             if m.variant not in cpu:
                 raise Skipped(f"variant {m.variant} does not run on cpu")
-            fn = resolve(m.check, kind="metric_check")
-            value = float(fn(_pipeline(entry, m.variant, target), **m.check_params))
+            refusal = spec.hardware[m.variant].refusal(m.variant)
+            if refusal:
+                raise Skipped(refusal)
+            resolve(m.check, kind="metric_check")
+            value = _pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params)
             measured[mid] = (spec.name, m, value, str(entry.path), target.device)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
@@ -335,6 +480,66 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
 
         checks.append(Check(name, mid, metric, slow=m.slow))
     return checks
+
+
+def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> None:
+    """A hub-file role's loading path, offline: the factory's random state dict, mapped back by the
+    converter's inverse (identity without a converter), saved under the same file name in a temp
+    folder, then read, verified, converted and loaded by the same code as the real file."""
+    from .build import build_model
+    from .loader import locate
+    from .resolve import resolve
+    from .weights import inverse_converter, save_state, sha256_file
+
+    assert isinstance(src.weights, HubFile)
+    file = str(entry.path)
+    factory = resolve(src.factory, locate(file, f"{field}.factory"), kind="factory")
+    reference = factory(**src.config)
+    state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+    raw = inverse_converter(src.convert, locate(file, f"{field}.convert"))(state)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / src.weights.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_state(raw, path)
+        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path)})
+        built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
+                            allow_outside_paths=True)  # the harness's own temp file
+    got = built.state_dict()
+    for k, v in state.items():
+        if k not in got or not (got[k].shape == v.shape and bool((got[k].to(v.dtype) == v).all())):
+            raise AssertionError(f"{field}: {k} does not survive the save -> convert -> load round trip")
+
+
+def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -> None:
+    """A training recipe's output reloads into ``role``'s factory with ``strict=True``: run it on its
+    example inputs (a tiny budget), save what it returns as safetensors, load it back."""
+    from .build import build_model
+    from .loader import locate
+    from .weights import save_state, sha256_file
+
+    src = spec_source(entry, role, pipe.variant)
+    if not isinstance(src, ZooSource):
+        raise AssertionError(f"{pname} produces {role!r}, whose {pipe.variant} source is not a factory (source: zoo)")
+    before = snapshot_models(pipe.models)
+    out = proc(seed=0, **proc.example_inputs(2))
+    assert_models_unchanged(before, pipe.models, pname)
+    if hasattr(out, "state_dict") and callable(out.state_dict):
+        state = out.state_dict()
+    elif isinstance(out, dict):
+        state = out
+    else:
+        raise AssertionError(f"{pname} produces {role!r} but returned a {type(out).__name__} (expected a module or a state dict)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{role}.safetensors"
+        save_state({k: v.detach().cpu() for k, v in state.items()}, path)
+        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path), "convert": None})
+        build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(str(entry.path), f"recipes.{pname}.produces"),
+                    allow_outside_paths=True)  # the harness's own temp file
+
+
+def spec_source(entry: Entry, role: str, variant: str) -> Any:
+    assert entry.spec is not None
+    return entry.spec.models[role].variants.get(variant)
 
 
 def _has_submodule(package: str, sub: str) -> bool:
@@ -386,30 +591,58 @@ def format_failure(exc: BaseException, debug: bool = False) -> str:
 
 def run_check(check: Check, debug: bool = False) -> tuple[str, str, float]:
     """``(status, message, seconds)`` with status PASS / FAIL / SKIP; a failure's message is
-    :func:`format_failure` (first line a summary, then falsifying examples; traceback if ``debug``)."""
-    t0 = time.perf_counter()
+    :func:`format_failure` (first line a summary, then falsifying examples; traceback if ``debug``).
+    Seconds are wall-clock; the CPU seconds of the last call are in :data:`LAST_CPU`."""
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         check.fn()
     except Skipped as exc:
-        return "SKIP", str(exc), time.perf_counter() - t0
+        return "SKIP", str(exc), _elapsed(t0, c0)
     except Exception as exc:  # noqa: BLE001 - report any crash as a failure with its origin
-        return "FAIL", format_failure(exc, debug), time.perf_counter() - t0
-    return "PASS", "", time.perf_counter() - t0
+        return "FAIL", format_failure(exc, debug), _elapsed(t0, c0)
+    return "PASS", "", _elapsed(t0, c0)
+
+
+LAST_CPU = 0.0
+DEFAULT_BUDGET_S = 20.0
+
+
+def _elapsed(t0: float, c0: float) -> float:
+    global LAST_CPU
+    LAST_CPU = time.process_time() - c0
+    return time.perf_counter() - t0
+
+
+def budget_seconds(value: float | None = None) -> float:
+    """The per-spec budget for the default (non-slow) checks: ``value``, else ``$ZOO_CHECK_BUDGET``,
+    else 20 s. Measured in CPU seconds of the checking process, so a loaded machine does not fail a
+    spec that an idle CI runner (where CPU and wall time agree at one thread) would pass."""
+    if value is not None:
+        return float(value)
+    raw = os.environ.get("ZOO_CHECK_BUDGET", "")
+    try:
+        return float(raw) if raw else DEFAULT_BUDGET_S
+    except ValueError:
+        raise ZooError(f"ZOO_CHECK_BUDGET: expected seconds, got {raw!r}") from None
+
+
 
 
 def run_checks(
     entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
-    debug: bool = False, record: bool = False, allow_remote_code_stub: bool = False,
+    debug: bool = False, record: bool = False, allow_remote_code_stub: bool = False, budget: float | None = None,
 ) -> bool:
     """Run every check of ``entries``; print ``[k/N] STATUS id`` per check (failures always, the rest
-    when ``verbose``; on a TTY a quiet run shows a progress bar instead), then a per-spec summary; True
-    if none failed. ``record`` stores each re-measured metric (see :mod:`registry.metrics_store`)."""
+    when ``verbose``; on a TTY a quiet run shows a progress bar instead), then a per-spec summary (wall
+    and CPU seconds, the five slowest checks); True if none failed. ``record`` stores each re-measured
+    metric (see :mod:`registry.metrics_store`). With ``budget`` (CPU seconds), a spec whose default
+    (non-slow) checks cost more fails."""
     load_hypothesis_profile(slow)
-    plan = [c for e in entries
-            for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
+    plan = [c for e in entries for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
             if not only or only in c.id]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     per_spec: dict[str, dict[str, float]] = {}
+    slowest: dict[str, list[tuple[float, str]]] = {}
     bar = _progress(len(plan), enabled=not verbose)
     width = len(str(len(plan)))
     for k, check in enumerate(plan, 1):
@@ -419,9 +652,12 @@ def run_checks(
         if check.id in measured:
             _record(check.id, status, record)
         counts[status] += 1
-        row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0})
+        row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0, "cpu": 0.0, "default_cpu": 0.0})
         row[status] += 1
         row["seconds"] += secs
+        row["cpu"] += LAST_CPU
+        row["default_cpu"] += 0.0 if check.slow else LAST_CPU
+        slowest.setdefault(check.spec, []).append((secs, check.id))
         if bar is not None:
             bar.update(1)
         if verbose or status == "FAIL":
@@ -429,15 +665,25 @@ def run_checks(
             (bar.write(line) if bar is not None else print(line, flush=True))
     if bar is not None:
         bar.close()
+    over = [f"{name} ({row['default_cpu']:.1f}s CPU > {budget:g}s)" for name, row in per_spec.items()
+            if budget is not None and row["default_cpu"] > budget]
     if len(per_spec) > 1 or verbose:
         name_w = max([len(n) for n in per_spec] + [4])
         print(f"{'spec':<{name_w}}  pass  fail  skip  seconds")
         for name, row in per_spec.items():
-            print(f"{name:<{name_w}}  {row['PASS']:>4.0f}  {row['FAIL']:>4.0f}  {row['SKIP']:>4.0f}  {row['seconds']:>7.1f}"
-                  + ("  FAILED" if row["FAIL"] else ""))
+            flag = "  FAILED" if row["FAIL"] else ""
+            flag += "  OVER BUDGET" if budget is not None and row["default_cpu"] > budget else ""
+            print(f"{name:<{name_w}}  {row['PASS']:>4.0f}  {row['FAIL']:>4.0f}  {row['SKIP']:>4.0f}  {row['seconds']:>7.1f}{flag}")
+        for name, row in per_spec.items():  # where the time went: CPU seconds and the five slowest checks
+            top = ", ".join(f"{cid.split('::', 1)[-1]} {sec:.1f}s" for sec, cid in sorted(slowest[name], reverse=True)[:5])
+            print(f"TIME  {name}: {row['seconds']:.1f}s wall, {row['cpu']:.1f}s CPU; slowest: {top}")
+    total_s, total_cpu = sum(r["seconds"] for r in per_spec.values()), sum(r["cpu"] for r in per_spec.values())
+    print(f"total {total_s:.1f}s ({total_cpu:.1f}s CPU) over {len(per_spec)} specs")
+    if over:
+        print(f"FAIL  over the per-spec budget: {', '.join(over)}")
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
     sys.stdout.flush()
-    return counts["FAIL"] == 0
+    return counts["FAIL"] == 0 and not over
 
 
 def _progress(total: int, enabled: bool) -> Any:

@@ -21,6 +21,7 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
         class Params(ProcedureParams):          # typed, validated hyper-parameters
             steps: int = Field(10, ge=1)
         batch_independent = True                # opt in to the batch-independence check
+        mutates_models = False                  # True: the builder hands uncached copies (training)
 
         def __init__(self, models, params, device, dtype): ...
         def __call__(self, *, seed=0, **inputs): ...        # the method itself
@@ -30,6 +31,11 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
 
 The engine builds ``models`` (a mapping role -> built object) and validates ``params`` from
 the spec merged with the caller's overrides, then instantiates the class once per pipeline.
+
+Built roles are cached process-wide and shared by every pipeline of the process: a procedure
+must never change ``self.models[...]`` in place unless it sets ``mutates_models = True`` (the
+builder then hands it private copies) or takes copies itself with :func:`private_copies`.
+Conformance checks that the cached weights are bit-identical after every procedure call.
 """
 from __future__ import annotations
 
@@ -70,9 +76,10 @@ class Procedure:
     Params: ClassVar[type[ProcedureParams]] = ProcedureParams
     CliInputs: ClassVar[type[CliInputs] | None] = None
     batch_independent: ClassVar[bool] = False
+    mutates_models: ClassVar[bool] = False
 
     def __init__(self, models: Mapping[str, Any], params: ProcedureParams, device: Any = "cpu", dtype: Any = None):
-        self.models = dict(models)
+        self.models = models.copy() if isinstance(models, Roles) else Roles(models)
         self.params = params
         self.device = device
         self.dtype = dtype
@@ -102,6 +109,41 @@ class Procedure:
         return summarize(result)
 
 
+class Roles(dict):  # type: ignore[type-arg]
+    """role -> built model for one variant. A role with no source for that variant (roles may
+    cover a subset of variants) raises a one-line ``BuildError`` naming role, variant and
+    procedure instead of a bare ``KeyError``; ``.get`` and ``in`` behave as for a dict."""
+
+    def __init__(self, *args: Any, variant: str | None = None, procedure: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.variant, self.procedure = variant, procedure
+
+    def __missing__(self, role: str) -> Any:
+        from .errors import BuildError
+
+        raise BuildError(
+            f"role {role!r} has no source for variant {self.variant or '?'}"
+            + (f" (needed by procedure {self.procedure})" if self.procedure else "")
+        )
+
+    def copy(self) -> "Roles":
+        return Roles(self, variant=self.variant, procedure=self.procedure)
+
+
+def private_copies(models: Mapping[str, Any], roles: "list[str] | None" = None) -> Roles:
+    """Deep copies of ``models`` (of ``roles`` only, when given; the others stay shared) that a
+    training recipe may change freely without touching the process-wide cache::
+
+        self.models = private_copies(self.models, ["sae"])   # then train self.models["sae"]
+    """
+    import copy
+
+    out = models.copy() if isinstance(models, Roles) else Roles(models)
+    for role in (list(models) if roles is None else roles):
+        out[role] = copy.deepcopy(models[role])
+    return out
+
+
 def summarize(value: Any, limit: int = 400) -> str:
     """A short, one-paragraph description of a result for printing."""
     shape = getattr(value, "shape", None)
@@ -121,6 +163,16 @@ def cache_dir(*parts: str) -> "Path":
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def cached_artifact(key_parts: "list[Any] | tuple[Any, ...]", produce: Callable[[], Any], fmt: str, *,
+                    namespace: str = "artifacts", use_cache: bool = True) -> Any:
+    """Run-time artefacts fitted once and cached on disk in safe formats (safetensors, JSON,
+    pickle-free ``.npy``), keyed by configuration and data hash, written atomically; see
+    :mod:`registry.artifacts`."""
+    from .artifacts import cached_artifact as impl
+
+    return impl(key_parts, produce, fmt, namespace=namespace, use_cache=use_cache)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- invariants
@@ -256,11 +308,20 @@ def benchmark(fn: F) -> F:
     return register("benchmark", fn)
 
 
-def converter(fn: F) -> F:
-    """Register a weight converter (reserved for the conversion engine)."""
-    return register("converter", fn)
+def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
+    """Register a weight converter ``fn(state_dict) -> state_dict`` (a spec's ``convert:``): it maps
+    a checkpoint's keys/layout to the factory's. ``inverse`` maps the factory's state dict back to
+    the checkpoint's layout; the conformance loading-path check needs it (``@converter(inverse=f)``)."""
+
+    def deco(f: F) -> F:
+        if inverse is not None:
+            f.inverse = inverse  # type: ignore[attr-defined]
+        return register("converter", f)
+
+    return deco(fn) if fn is not None else deco
 
 
 def transform(fn: F) -> F:
-    """Register a tensor transform (reserved for the conversion engine)."""
+    """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
+    ``transform:``): quantise, patch an embedder, install attention processors."""
     return register("transform", fn)

@@ -50,7 +50,9 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             field = f"models.{role}.variants.{variant}"
             if isinstance(src, ZooSource):
                 target(src.factory, f"{field}.factory", "factory")
-            if isinstance(src, (ZooSource, TimmSource)) and src.weights is not None:
+                target(src.convert, f"{field}.convert", "converter")
+            target(getattr(src, "transform", None), f"{field}.transform", "transform")
+            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 
                 path = Path(file).parent / src.weights

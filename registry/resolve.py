@@ -97,6 +97,25 @@ def _load_plugins() -> None:
     _plugins_loaded = True
 
 
+def one_line_import_error(exc: BaseException) -> str:
+    """``Type: message`` of an import-time failure, on one line and short."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
+def plugin_problems() -> dict[str, str]:
+    """``{entry point: one-line error}`` for every ``zoo.plugins`` entry point whose package fails
+    to import (imports each plugin: for ``zoo doctor`` / ``zoo list --broken``, not for listing)."""
+    from importlib.metadata import entry_points
+
+    problems: dict[str, str] = {}
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        try:
+            importlib.import_module(ep.value.split(":")[0])
+        except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
+            problems[f"{ep.name} ({ep.value})"] = one_line_import_error(exc)
+    return problems
+
+
 def _top(module: str | None) -> str:
     return (module or "").split(".")[0]
 
@@ -119,8 +138,8 @@ def resolve(target: str, location: Location | None = None, *, kind: str) -> Any:
         )
     try:
         obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ResolveError(f"cannot import module {module_name!r} for {target!r}: {exc}", loc) from exc
+    except Exception as exc:  # noqa: BLE001 - a broken plugin may raise anything at import time
+        raise ResolveError(f"cannot import module {module_name!r} for {target!r}: {one_line_import_error(exc)}", loc) from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)

@@ -28,6 +28,10 @@ def bench_main(argv):
     CALLS.append(list(argv))
     print("| bench | " + json.dumps(argv) + " |")
     return 3 if "--fail" in argv else 0
+
+
+def unregistered_main(argv):
+    return 0
 '''
 
 @pytest.fixture
@@ -73,3 +77,12 @@ def test_zoo_bench_runs_the_f_dpmsolver_benchmark(tmp_path: Path, capsys: pytest
     rows = json.loads((out_dir / "f-dpmsolver-bench.json").read_text())["toy"]
     assert sorted({r["nfe"] for r in rows}) == [5, 10] and {r["sampler"] for r in rows} >= {"F-DDIM", "DDIM"}
     assert (out_dir / "f-dpmsolver-bench.png").stat().st_size > 5000
+
+
+def test_zoo_bench_refuses_a_bench_that_is_not_registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """sec-exec: a spec's bench: resolves only to a function decorated with @registry.contract.benchmark."""
+    spec = write_plugin(tmp_path, monkeypatch, "zoo_bench_demo2", PLUGIN,
+                        echo_spec("bench-demo2", "zoo_bench_demo2", 'bench: "zoo_bench_demo2:unregistered_main"\n'))
+    assert main(["bench", str(spec), "--quick"]) == 2
+    assert "not registered as a benchmark" in capsys.readouterr().err

@@ -10,6 +10,7 @@ import pytest
 
 from registry.catalog import Catalog
 from registry.conformance import Check, run_check, checks_for
+from registry.pytest_plugin import record_check_cpu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "specs"
 
@@ -27,8 +28,10 @@ CHECKS = _all_checks()
 @pytest.mark.parametrize(
     "check", [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.slow else []) for c in CHECKS]
 )
-def test_conformance(check: Check) -> None:
+def test_conformance(check: Check, request: pytest.FixtureRequest) -> None:
+    """One conformance check; its CPU seconds go to the per-spec budget (registry.pytest_plugin)."""
     status, message, _ = run_check(check)
+    record_check_cpu(request.node, check)
     if status == "SKIP":
         pytest.skip(message)
     assert status == "PASS", message

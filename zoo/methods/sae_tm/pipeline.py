@@ -19,7 +19,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs
-from registry.contract import cache_dir
+from registry.contract import cached_artifact
 from registry.contract import Procedure, ProcedureParams
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
@@ -34,32 +34,16 @@ def default_corpus(n_docs: int | None = None, sentences_per_passage: int = 2) ->
     return passages(lee_background(n_docs), sentences_per_passage)
 
 
-def _cache_dir() -> Path:
-    return cache_dir("sae-tm")
-
-
 def cached_embeddings(encoder: Any, texts: list[str], *, max_length: int = 256, batch_size: int = 32,
                       progress: bool = False, use_cache: bool = True) -> torch.Tensor:
     """Sentence embeddings (mean pooling + L2 norm) of ``texts``, cached in a safetensors file."""
     ident = getattr(encoder, "path", None) or getattr(getattr(encoder, "config", None), "_name_or_path", "") or type(encoder).__name__
-    h = hashlib.sha256(("\x00".join(texts) + f"|{ident}|{max_length}").encode()).hexdigest()[:24]
-    path = _cache_dir() / f"emb-{h}.safetensors"
-    if use_cache and path.exists():
-        from safetensors.torch import load_file
 
-        return load_file(str(path))["emb"]
-    emb = sentence_embeddings(encoder, texts, max_length=max_length, batch_size=batch_size, progress=progress)
-    if use_cache:
-        from safetensors.torch import save_file
+    def produce() -> dict[str, torch.Tensor]:
+        return {"emb": sentence_embeddings(encoder, texts, max_length=max_length, batch_size=batch_size, progress=progress)}
 
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            save_file({"emb": emb.contiguous()}, str(tmp))
-            os.replace(tmp, path)
-        except OSError:
-            pass
-    return emb
+    return cached_artifact(["sae-tm-emb", str(ident), max_length, texts], produce, "safetensors",
+                           namespace="sae-tm", use_cache=use_cache)["emb"]
 
 
 class SAETopicModel(Procedure):
