@@ -119,17 +119,6 @@ def _pipeline(entry: Entry, variant: str, target: Target = Target()) -> Any:
     return _pipelines[key]
 
 
-def _declares_batch_independent(spec: Spec, pname: str) -> bool:
-    """True if the procedure ``pname`` declares ``batch_independent`` (or cannot be resolved: its
-    check then reports why)."""
-    try:
-        from .resolve import resolve
-
-        return bool(getattr(resolve(spec.procedure(pname)[1].target, kind="procedure"), "batch_independent", False))
-    except ZooError:
-        return True
-
-
 def cpu_variants(spec: Spec) -> list[str]:
     return [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]
 
@@ -422,7 +411,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
                 assert_models_unchanged(before, pipe.models, pname)
 
-            if section == "samplers" or _declares_batch_independent(spec, pname):  # a recipe opts in; no SKIP line otherwise
+            if section == "samplers" or _declares_batch_independence(spec.procedure(pname)[1].target):
                 checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
 
             produced = spec.procedure(pname)[1].produces
@@ -540,6 +529,17 @@ def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -
 def spec_source(entry: Entry, role: str, variant: str) -> Any:
     assert entry.spec is not None
     return entry.spec.models[role].variants.get(variant)
+
+
+def _declares_batch_independence(target: str) -> bool:
+    """Whether a recipe's class sets ``batch_independent`` (recipes that do not get no check, instead
+    of a SKIP per analysis); if the target does not resolve, the check is kept and reports why."""
+    from .resolve import resolve
+
+    try:
+        return bool(getattr(resolve(target, kind="procedure"), "batch_independent", False))
+    except ZooError:
+        return True
 
 
 def _has_submodule(package: str, sub: str) -> bool:
@@ -671,14 +671,14 @@ def run_checks(
         name_w = max([len(n) for n in per_spec] + [4])
         print(f"{'spec':<{name_w}}  pass  fail  skip  seconds")
         for name, row in per_spec.items():
-            flag = "  FAILED" if row["FAIL"] else ""
-            flag += "  OVER BUDGET" if budget is not None and row["default_cpu"] > budget else ""
+            flag = ("  FAILED" if row["FAIL"] else "") + (
+                "  OVER BUDGET" if budget is not None and row["default_cpu"] > budget else "")
             print(f"{name:<{name_w}}  {row['PASS']:>4.0f}  {row['FAIL']:>4.0f}  {row['SKIP']:>4.0f}  {row['seconds']:>7.1f}{flag}")
-        for name, row in per_spec.items():  # where the time went: CPU seconds and the five slowest checks
+        for name, row in per_spec.items():
             top = ", ".join(f"{cid.split('::', 1)[-1]} {sec:.1f}s" for sec, cid in sorted(slowest[name], reverse=True)[:5])
-            print(f"TIME  {name}: {row['seconds']:.1f}s wall, {row['cpu']:.1f}s CPU; slowest: {top}")
+            print(f"time  {name}: {row['seconds']:.1f}s wall, {row['cpu']:.1f}s CPU; slowest: {top}")
     total_s, total_cpu = sum(r["seconds"] for r in per_spec.values()), sum(r["cpu"] for r in per_spec.values())
-    print(f"total {total_s:.1f}s ({total_cpu:.1f}s CPU) over {len(per_spec)} specs")
+    print(f"time  all checks: {total_s:.1f}s wall, {total_cpu:.1f}s CPU")
     if over:
         print(f"FAIL  over the per-spec budget: {', '.join(over)}")
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
