@@ -5,34 +5,61 @@ Heavy libraries are imported here, and only here (plus in method code).
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 import threading
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, SpecError
+from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
 from .loader import locate
 from .resolve import library_class, resolve
-from .spec import HubSource, ModelSource, Spec, TimmSource, ZooSource
+from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
+from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
+
+#: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
+#: numpy's SeedSequence any non-negative int; 2**63 - 1 keeps int64 conversions safe).
+SEED_MAX = 2**63 - 1
 
 
 def remote_code_disabled() -> bool:
     return os.environ.get("ZOO_DISABLE_REMOTE_CODE", "") not in ("", "0", "false")
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def outside_paths_allowed() -> bool:
+    """The caller's ``ZOO_ALLOW_OUTSIDE_SPEC_DIR=1``: local model ids may leave the spec's folder."""
+    return os.environ.get("ZOO_ALLOW_OUTSIDE_SPEC_DIR", "") not in ("", "0", "false")
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or "(no message)"
+    return f"{type(exc).__name__}: {text[:limit]}"
+
+
+def check_seed(seed: Any, where: str = "seed") -> int:
+    """A seed every RNG accepts: an int in ``[0, 2**63 - 1]``, else a one-line ParamError."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise ParamError(f"expected an integer in [0, 2**63 - 1], got {seed!r}", Location(field=where))
+    return seed
+
+
+def validation_error(exc: ValidationError, model: type, where: Any, from_caller: set[str] | frozenset[str] = frozenset()) -> ParamError:
+    """The first problem of a params validation as a located one-line ParamError; ``where(field)``
+    locates a spec field, ``from_caller`` names keys that came from the caller, not the spec."""
+    err = exc.errors(include_url=False)[0]
+    field = ".".join(str(p) for p in err["loc"])
+    loc = Location(None, None, None, f"parameter {field}") if err["loc"] and err["loc"][0] in from_caller else where(field)
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown parameter; expected one of: {', '.join(getattr(model, 'model_fields', {})) or 'none'}"
+    else:
+        msg = f"{err['msg']} (got {err.get('input')!r})"
+    return ParamError(msg, loc)
 
 
 # ----------------------------------------------------------------------------- requirements
@@ -57,8 +84,29 @@ def check_requires(spec: Spec, file: str | None = None) -> None:
 
 
 # ----------------------------------------------------------------------------- variants
-def choose_variant(spec: Spec, variant: str | None, device: str | None, machine: Machine, file: str | None = None) -> tuple[str, str]:
-    """``(variant, device)``; errors name what is needed and what would run here instead."""
+class VariantStatusError(HardwareError):
+    """The variant is ``needs-training`` or ``declared-only`` (``hardware.<variant>.status``)."""
+
+
+def offline_gaps(spec: Spec, variant: str, spec_dir: Path) -> str | None:
+    """Files ``variant`` would fetch that are not on this machine, when offline (else None)."""
+    if not offline():
+        return None
+    from .weights import missing_offline
+
+    gaps = [m for r in spec.roles_of(variant) if (m := missing_offline(spec.models[r].variants[variant], spec_dir))]
+    return f"offline and not in the local cache: {', '.join(gaps)}" if gaps else None
+
+
+def choose_variant(spec: Spec, variant: str | None, device: str | None, machine: Machine, file: str | None = None,
+                   *, sampler: str | None = None, spec_dir: Path | None = None,
+                   skipped: list[str] | None = None) -> tuple[str, str]:
+    """``(variant, device)``; errors name what is needed and what would run here instead.
+
+    With no ``variant``: the first declared variant that fits the hardware, is runnable and,
+    when offline, has its hub files in the local cache; the others are appended to ``skipped``
+    with the reason. An explicit non-runnable variant is refused (a ``needs-training`` one
+    builds only for the recipe that produces its weights)."""
     here = [v for v in spec.variants if fits(spec.hardware[v], machine, device)[0]]
     if variant is not None:
         if variant not in spec.variants:
@@ -66,7 +114,11 @@ def choose_variant(spec: Spec, variant: str | None, device: str | None, machine:
                 f"variant {variant!r} is not declared; declared: {', '.join(spec.variants)}",
                 locate(file, "variants"),
             )
-        ok, why = fits(spec.hardware[variant], machine, device)
+        hw = spec.hardware[variant]
+        refusal = hw.refusal(variant)
+        if refusal and not (hw.status == "needs-training" and sampler == hw.recipe):
+            raise VariantStatusError(refusal, locate(file, f"hardware.{variant}.status"))
+        ok, why = fits(hw, machine, device)
         if not ok:
             avail = ", ".join(here) if here else "none"
             raise HardwareError(
@@ -74,10 +126,25 @@ def choose_variant(spec: Spec, variant: str | None, device: str | None, machine:
             )
         chosen = variant
     else:
-        if not here:
-            why = "; ".join(f"{v} {fits(spec.hardware[v], machine, device)[1]}" for v in spec.variants)
-            raise HardwareError(f"no variant of {spec.name} fits this machine: {why}", Location(file))
-        chosen = here[0]
+        reasons: list[str] = []
+        passed_over: list[str] = []  # fits the hardware, but not runnable or not available offline
+        chosen = None
+        for v in spec.variants:
+            ok, why = fits(spec.hardware[v], machine, device)
+            if not ok:
+                reasons.append(f"{v} {why}")
+                continue
+            refusal = spec.hardware[v].refusal(v)
+            gap = None if refusal else offline_gaps(spec, v, spec_dir or Path.cwd())
+            if refusal or gap:
+                passed_over.append(refusal.removeprefix("variant ") if refusal else f"{v} {gap}")
+                continue
+            chosen = v
+            break
+        if chosen is None:
+            raise HardwareError(f"no variant of {spec.name} can run here: {'; '.join(reasons + passed_over)}", Location(file))
+        if skipped is not None:
+            skipped.extend(passed_over)
     return chosen, device or default_device(spec.hardware[chosen], machine)
 
 
@@ -94,22 +161,96 @@ def _torch_dtype(name: str | None) -> Any:
     return getattr(torch, name)
 
 
-def _load_safetensors(module: Any, path: Path, sha256: str | None, loc: Location, sha_loc: Location) -> None:
-    if not path.is_file():
-        raise BuildError(f"weights file {path} does not exist (run the tools/ script that produces it)", loc)
-    actual = sha256_file(path)
-    if sha256 is not None and actual != sha256:
-        raise BuildError(f"sha256 mismatch for {path.name}: expected {sha256}, file has {actual}", sha_loc)
-    from safetensors.torch import load_file
+def _load_safetensors(module: Any, path: Path, sha256: str | None, loc: Location, sha_loc: Location,
+                      allow_nonfinite: bool = False) -> None:
+    """Verify the sha256, then load strictly (see :func:`load_state_strict`)."""
+    from .weights import read_state
 
-    state = load_file(str(path))
-    if not hasattr(module, "load_state_dict"):
+    if sha256 is None:
+        raise BuildError("local weights need their sha256", sha_loc)
+    if not hasattr(module, "load_state_dict") or not hasattr(module, "state_dict"):
         raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", loc)
+    load_state_strict(module, read_state(path, sha256, loc, sha_loc), path.name, loc, allow_nonfinite)
+
+
+def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Location, allow_nonfinite: bool = False) -> None:
+    """Load a state dict strictly: same tensor names, and for each the model's exact shape and
+    dtype (an fp16/int8 file never loads silently into an fp32 model), all values finite unless
+    the spec sets ``allow_nonfinite: true``."""
+    import torch
+
+    if not hasattr(module, "load_state_dict") or not hasattr(module, "state_dict"):
+        raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", loc)
+    expected = module.state_dict()
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        parts = ([f"missing {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}"] if missing else []) + (
+            [f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}"] if unexpected else [])
+        raise BuildError(f"weights {name} do not match the model: {'; '.join(parts)}", loc)
+    for key, want in expected.items():
+        got = state[key]
+        if tuple(got.shape) != tuple(want.shape):
+            raise BuildError(f"weights {name}: tensor {key} has shape {tuple(got.shape)}, the model expects {tuple(want.shape)}", loc)
+        if got.dtype != want.dtype:
+            raise BuildError(f"weights {name}: tensor {key} is {str(got.dtype).removeprefix('torch.')}, the model expects {str(want.dtype).removeprefix('torch.')}", loc)
+        if not allow_nonfinite and (got.is_floating_point() or got.is_complex()) and not bool(torch.isfinite(got).all()):
+            raise BuildError(f"weights {name}: tensor {key} has NaN or inf values (set allow_nonfinite: true if intended)", loc)
     try:
         module.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0:2]
-        raise BuildError(f"weights {path.name} do not match the model: {' '.join(first)}", loc) from None
+        raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
+
+
+def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None) -> None:
+    """Weights of a factory-built role: a local file (inside the spec's folder unless the caller
+    allows more) or a hub file, read safely (safetensors, or torch.load(weights_only=True)),
+    verified, converted, loaded strictly."""
+    from .weights import convert_state, hub_file, read_state
+
+    assert source.weights is not None
+    wloc = sub("weights")
+    if isinstance(source.weights, str):
+        path, hub_sha = local_path(source.weights, spec_dir, wloc, allow_outside, "weights"), None
+    else:
+        path, hub_sha = hub_file(source.weights, wloc), source.weights.sha256
+    if hub_sha is None and source.sha256 is None:
+        raise BuildError("local weights need their sha256", sub("sha256"))
+    state = read_state(path, hub_sha or source.sha256, wloc, sub("sha256") if hub_sha is None else wloc)
+    state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
+    if module is None or not hasattr(module, "load_state_dict"):
+        raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)
+    load_state_strict(module, state, path.name, wloc, source.allow_nonfinite)
+
+
+def apply_transform(model: Any, source: Any, loc: Location) -> Any:
+    """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading."""
+    if getattr(source, "transform", None) is None:
+        return model
+    tloc = locate(loc.file, f"{loc.field}.transform")
+    fn = resolve(source.transform, tloc, kind="transform")
+    try:
+        out = fn(model, **source.transform_config)
+    except ZooError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line naming the transform
+        raise BuildError(f"transform {source.transform} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}", tloc) from None
+    return model if out is None else out
+
+
+def derive_role(parent: Any, source: RoleSource, *, loc: Location | None = None) -> Any:
+    """A ``from_role`` role: a deep copy of the parent's built model (unless ``share``), transformed."""
+    import copy
+
+    loc = loc or Location()
+    obj = parent if source.share else copy.deepcopy(parent)
+    return apply_transform(obj, source, loc)
+
+
+def _is_model_class(cls: type) -> bool:
+    """Whether a transformers/diffusers class loads weights (vs a tokenizer, processor or scheduler)."""
+    name = cls.__name__
+    return not any(t in name for t in ("Tokenizer", "Processor", "FeatureExtractor", "Scheduler"))
 
 
 def _place(obj: Any, device: str, dtype: Any) -> Any:
@@ -129,35 +270,45 @@ def build_model(
     trust_remote_code: bool = False,
     loc: Location | None = None,
     multi_gpu: bool = False,
+    allow_outside_paths: bool | None = None,
 ) -> Any:
-    """Build one model role from its source (the same path for shipped and tiny test checkpoints)."""
+    """Build one model role from its source (the same path for shipped and tiny test checkpoints).
+
+    ``trust_remote_code`` and ``allow_outside_paths`` are the caller's consent; nothing in
+    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here)."""
     loc = loc or Location()
+    sub = lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name)  # noqa: E731
     want_dtype = _torch_dtype(dtype or source.dtype)
     if isinstance(source, ZooSource):
-        factory = resolve(source.factory, locate(loc.file, f"{loc.field}.factory"))
-        try:
-            obj = factory(**source.config)
-        except TypeError as exc:
-            raise BuildError(f"factory {source.factory} rejected config: {exc}", loc) from None
-        if source.weights is not None:
-            _load_safetensors(obj, spec_dir / source.weights, source.sha256, locate(loc.file, f"{loc.field}.weights"), locate(loc.file, f"{loc.field}.sha256"))
-        return _place(obj, device, want_dtype)
-    if isinstance(source, TimmSource):
-        import timm
+        from pydantic import ValidationError as PydanticValidationError
 
-        kwargs = dict(source.kwargs)
-        if source.weights is not None:
-            path = spec_dir / source.weights
-            if not path.is_file():
-                raise BuildError(f"weights file {path} does not exist", loc)
-            if source.sha256 and sha256_file(path) != source.sha256:
-                raise BuildError(f"sha256 mismatch for {path.name}", loc)
-            kwargs["pretrained_cfg_overlay"] = {"file": str(path)}
+        from .contract import factory_params
+
+        factory = resolve(source.factory, sub("factory"), kind="factory")
         try:
-            model = timm.create_model(source.model_name, pretrained=source.pretrained or source.weights is not None, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
-            raise BuildError(f"timm could not create {source.model_name!r}: {exc}", loc) from None
-        return _place(model, device, want_dtype)
+            refuse_consent_keys(source.config)
+        except ValueError as exc:
+            raise ParamError(str(exc), sub("config")) from None
+        model_cls = factory_params(factory)
+        try:
+            cfg = model_cls(**source.config)
+        except PydanticValidationError as exc:
+            raise validation_error(exc, model_cls, lambda f: sub(f"config.{f}")) from None
+        try:
+            obj = factory(**{k: getattr(cfg, k) for k in cfg.model_fields_set})  # only what the spec gave
+        except ZooError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
+            raise BuildError(f"factory {source.factory} failed with this config: {_one_line(exc)}", sub("config")) from exc
+        if source.weights is not None:
+            _load_weights(obj, source, spec_dir, sub, allow_outside_paths)
+        return _place(apply_transform(obj, source, loc), device, want_dtype)
+    if isinstance(source, TimmSource):
+        model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
+                            allow_outside=allow_outside_paths)
+        return apply_transform(model, source, loc)
+    if isinstance(source, RoleSource):
+        raise BuildError(f"role derived from {source.from_role!r}: built by build_pipeline (derive_role)", loc)
     assert isinstance(source, HubSource)
     cls = library_class(source.source, source.model_class, loc)
     if source.trust_remote_code and not trust_remote_code:
@@ -171,22 +322,79 @@ def build_model(
         kwargs["revision"] = source.revision
     if source.subfolder:
         kwargs["subfolder"] = source.subfolder
-    if offline() or Path(source.id or "").expanduser().is_dir():
+    model_id = _hub_or_local_id(source.id or "", spec_dir, sub("id"), allow_outside_paths)
+    if offline() or not looks_remote(source.id or ""):
         kwargs["local_files_only"] = True
-    if want_dtype is not None:
+    is_model = _is_model_class(cls)
+    if want_dtype is not None and is_model:
         params = inspect.signature(cls.from_pretrained).parameters
         kwargs["torch_dtype" if source.source == "diffusers" and "dtype" not in params else "dtype"] = want_dtype
     if source.source == "transformers":
         kwargs["trust_remote_code"] = bool(source.trust_remote_code and trust_remote_code)
-    if multi_gpu:
+    if multi_gpu and is_model:
         kwargs["device_map"] = "auto"
     try:
-        model = cls.from_pretrained(os.path.expanduser(source.id or ""), **kwargs)
-    except (OSError, ValueError, EnvironmentError) as exc:
+        model = cls.from_pretrained(model_id, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, SafetensorError, ...: one line
         msg = " ".join(str(exc).split())[:300]
         where = "offline (HF_HUB_OFFLINE is set) " if offline() else ""
         raise BuildError(f"could not load {source.id} {where}with {source.model_class}: {msg}", loc) from None
-    return model if multi_gpu else _place(model, device, None)
+    if source.adapters:
+        from .weights import load_adapters
+
+        model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
+    model = apply_transform(model, source, loc)
+    return model if (multi_gpu or not is_model) else _place(model, device, None)
+
+
+def _hub_or_local_id(model_id: str, spec_dir: Path, loc: Location, allow_outside: bool | None) -> str:
+    """A hub id as is; a local path (``./``, ``../``, ``/``, ``~``) resolved against the spec's
+    folder (never the working directory) and kept inside it unless the caller allows more."""
+    if looks_remote(model_id):
+        return model_id
+    return str(local_path(model_id, spec_dir, loc, allow_outside, "local model"))
+
+
+def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
+    """``rel`` (relative, absolute or ``~``) resolved against the spec's folder; outside that
+    folder tree only if the caller allows it (argument, else ``ZOO_ALLOW_OUTSIDE_SPEC_DIR``)."""
+    base = spec_dir.resolve()
+    path = (base / Path(rel).expanduser()).resolve()
+    allowed = outside_paths_allowed() if allow_outside is None else allow_outside
+    if not allowed and path != base and base not in path.parents:
+        raise BuildError(
+            f"{what} {rel!r} resolves to {path}, outside the spec's folder {base} "
+            f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
+        )
+    return path
+
+
+#: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
+_TIMM_FORBIDDEN = ("checkpoint_path", "pretrained_cfg", "pretrained_cfg_overlay", "cache_dir")
+
+
+def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: Any, loc: Location, sub: Any,
+                allow_outside: bool | None = None) -> Any:
+    """``timm.create_model`` with architecture kwargs only; local weights through the same strict
+    safetensors loader as zoo factories; ``pretrained: true`` refused offline (it downloads)."""
+    from .spec import TIMM_KWARGS
+
+    bad = sorted(k for k in source.kwargs if k not in TIMM_KWARGS or k in _TIMM_FORBIDDEN)
+    if bad:
+        raise ParamError(f"timm kwargs {', '.join(bad)} are not allowed (allowed: {', '.join(sorted(TIMM_KWARGS))})", sub("kwargs"))
+    if source.pretrained and offline():
+        raise BuildError(f"timm pretrained weights for {source.model_name!r} must be downloaded, but HF_HUB_OFFLINE is set; "
+                         "ship local weights with their sha256 instead", sub("pretrained"))
+    import timm
+
+    try:
+        model = timm.create_model(source.model_name, pretrained=source.pretrained and not offline(), **source.kwargs)
+    except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
+        raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
+    if source.weights is not None:
+        path = local_path(source.weights, spec_dir, sub("weights"), allow_outside, "weights")
+        _load_safetensors(model, path, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
+    return _place(model, device, want_dtype)
 
 
 # ----------------------------------------------------------------------------- procedures
@@ -203,26 +411,47 @@ def make_procedure(
     """Instantiate a sampler/recipe with its params: spec ``params``, then the spec's
     ``variant_params`` of ``variant``, then the caller's ``overrides``."""
     section, proc = spec.procedure(name)
-    cls = resolve(proc.target, locate(file, f"{section}.{name}.target"))
+    cls = resolve(proc.target, locate(file, f"{section}.{name}.target"), kind="procedure")
     params_cls = getattr(cls, "Params", None)
     if params_cls is None:
         raise BuildError(f"{proc.target} has no Params model (see registry.contract.Procedure)")
     overrides = dict(overrides or {})
+    spec_values = {**proc.params, **proc.variant_params.get(variant or "", {})}
     try:
-        params = params_cls(**{**proc.params, **proc.variant_params.get(variant or "", {}), **overrides})
+        refuse_consent_keys(spec_values)
+    except ValueError as exc:
+        raise ParamError(str(exc), locate(file, f"{section}.{name}.params")) from None
+    try:
+        params = params_cls(**{**spec_values, **overrides})
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in err["loc"])
-        from_caller = bool(err["loc"]) and err["loc"][0] in overrides
-        where = Location(None, None, None, f"parameter {field}") if from_caller else locate(
-            file, f"{section}.{name}.params.{field}"
+        err = validation_error(exc, params_cls, lambda f: locate(file, f"{section}.{name}.params.{f}"), set(overrides))
+        if err.message.startswith("unknown parameter;"):
+            err = ParamError(err.message.replace("unknown parameter;", f"unknown parameter of {name};", 1), err.location)
+        raise err from None
+    from .contract import Roles, private_copies
+
+    missing = missing_roles(spec, name, variant, models)
+    if missing:
+        raise BuildError(
+            f"procedure {name} needs role {missing[0]!r}, which has no source for variant {variant}",
+            locate(file, f"{section}.{name}.roles"),
         )
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown parameter of {name}; expected one of: {', '.join(params_cls.model_fields)}"
-        else:
-            msg = f"{err['msg']} (got {err.get('input')!r})"
-        raise ParamError(msg, where) from None
-    return cls(models=models, params=params, device=device, dtype=_torch_dtype(dtype))
+    roles = Roles(models, variant=variant, procedure=name)
+    if getattr(cls, "mutates_models", False):
+        roles = private_copies(roles)
+    try:
+        return cls(models=roles, params=params, device=device, dtype=_torch_dtype(dtype))
+    except ZooError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line naming the procedure, never a traceback
+        raise BuildError(f"{proc.target} could not be built with these params: {_one_line(exc)}",
+                         locate(file, f"{section}.{name}")) from exc
+
+
+def missing_roles(spec: Spec, name: str, variant: str | None, models: Mapping[str, Any]) -> list[str]:
+    """Roles procedure ``name`` declares (``roles:``) that the built variant lacks."""
+    _, proc = spec.procedure(name)
+    return [r for r in (proc.roles or []) if r not in models]
 
 
 @dataclass
@@ -237,9 +466,46 @@ class Pipeline:
     samplers: dict[str, Any]
     default: str
     file: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)  # procedure -> why it is not built here
+    skipped: list[str] = field(default_factory=list)  # variants passed over by the automatic choice, with why
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.samplers[self.default](*args, **kwargs)
+        """Run the default procedure; any failure is one line (:class:`RunError`) naming it."""
+        if "seed" in kwargs:
+            check_seed(kwargs["seed"])
+        return self._guard(lambda: self.samplers[self.default](*args, **kwargs))
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """What ``zoo run`` prints: the default procedure's ``run_cli``, failures as one line."""
+        check_seed(seed, "--seed")
+        return self._guard(lambda: self.samplers[self.default].run_cli(inputs, seed))
+
+    def _guard(self, fn: Any) -> Any:
+        try:
+            return fn()
+        except ZooError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a user-caused failure is one line; the cause stays chained
+            raise RunError(f"{self.spec.name} ({self.default}) failed: {_one_line(exc)}", Location(self.file)) from exc
+
+    def memo(self, key: Any, produce: Any) -> Any:
+        """``produce()`` once per pipeline and ``key``: metric checks that share an evaluation
+        (the same fitted topics, the same sample batch) compute it once."""
+        if key not in self._memo:
+            self._memo[key] = produce()
+        return self._memo[key]
+
+    def evaluate(self, check: str, **params: Any) -> float:
+        """A metric check ``fn(pipeline, **params)``, resolved and memoised by check and params."""
+        import json
+
+        key = ("metric", check, json.dumps(params, sort_keys=True, default=repr))
+
+        def run() -> float:
+            return float(resolve(check, kind="metric_check")(self, **params))
+
+        return self.memo(key, run)
 
     @property
     def procedure(self) -> Any:
@@ -264,12 +530,16 @@ def build_pipeline(
     machine: Machine | None = None,
     params: Mapping[str, Any] | None = None,
     use_cache: bool = True,
+    allow_outside_paths: bool | None = None,
 ) -> Pipeline:
     fname = str(file) if file else None
-    spec_dir = Path(file).parent if file else Path.cwd()
+    spec_dir = Path(file).resolve().parent if file else Path.cwd()
     check_requires(spec, fname)
     machine = machine or detect()
-    chosen, dev = choose_variant(spec, variant, device, machine, fname)
+    skipped: list[str] = []
+    chosen, dev = choose_variant(spec, variant, device, machine, fname, sampler=sampler, spec_dir=spec_dir, skipped=skipped)
+    if skipped:
+        warnings.warn(f"{spec.name}: using variant {chosen}; skipped {'; '.join(skipped)}", ZooWarning, stacklevel=2)
     hw = spec.hardware[chosen]
     if dtype is not None and dtype not in hw.dtypes and dtype != "float32":
         raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
@@ -277,20 +547,35 @@ def build_pipeline(
     if default not in spec.samplers and default not in spec.recipes:
         raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
     models: dict[str, Any] = {}
-    for role, model in spec.models.items():
-        source = model.variants[chosen]
+    keys: dict[str, tuple[Any, ...]] = {}
+    for role in spec.build_order(chosen):
+        source = spec.models[role].variants[chosen]
         loc = locate(fname, f"models.{role}.variants.{chosen}")
-        key = (fname, spec.name, role, chosen, dev, dtype, source.model_dump_json())
+        parent = (keys[source.from_role],) if isinstance(source, RoleSource) else ()
+        key = (fname, spec.name, role, chosen, dev, dtype, source.model_dump_json(), *parent)
+        keys[role] = key
         with _cache_lock:
             cached = _cache.get(key) if use_cache else None
         if cached is None:
-            cached = build_model(source, spec_dir=spec_dir, device=dev, dtype=dtype, trust_remote_code=trust_remote_code, loc=loc, multi_gpu=hw.gpus > 1)
+            if isinstance(source, RoleSource):
+                cached = derive_role(models[source.from_role], source, loc=loc)
+            else:
+                cached = build_model(source, spec_dir=spec_dir, device=dev, dtype=dtype, trust_remote_code=trust_remote_code, loc=loc, multi_gpu=hw.gpus > 1,
+                                     allow_outside_paths=allow_outside_paths)
             if use_cache:
                 with _cache_lock:
                     _cache[key] = cached
         models[role] = cached
-    procs = {}
+    procs, unavailable = {}, {}
     for name in [*spec.samplers, *spec.recipes]:
+        missing = missing_roles(spec, name, chosen, models)
+        if missing and name != default:
+            unavailable[name] = f"needs role {missing[0]!r}, which has no source for variant {chosen}"
+            continue
         procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen)
-    return Pipeline(spec, chosen, dev, dtype, models, procs, default, fname)
+    return Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped)
+
+
+class ZooWarning(UserWarning):
+    """Something the caller should know that is not an error (a variant passed over)."""
 

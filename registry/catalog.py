@@ -79,6 +79,7 @@ def _header(spec: "Spec") -> dict[str, Any]:
     return {
         "name": spec.name, "title": spec.title, "task": spec.task, "tags": list(spec.tags),
         "variants": list(spec.variants), "accelerators": sorted({h.accelerator for h in spec.hardware.values()}),
+        "status": {v: h.status for v, h in spec.hardware.items() if h.status != "runnable"},
     }
 
 
@@ -113,9 +114,11 @@ def _well_formed(hit: Any) -> bool:
     if (header is None) == (error is None):
         return False
     if header is not None:
-        return (isinstance(header, dict) and set(header) == {"name", "title", "task", *_HEADER_LISTS}
+        return (isinstance(header, dict) and set(header) == {"name", "title", "task", "status", *_HEADER_LISTS}
                 and all(isinstance(header[k], str) for k in ("name", "title", "task"))
-                and all(_is_str_list(header[k]) for k in _HEADER_LISTS))
+                and all(_is_str_list(header[k]) for k in _HEADER_LISTS)
+                and isinstance(header["status"], dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in header["status"].items()))
     return (isinstance(error, dict) and set(error) == set(_ERROR_FIELDS)
             and all(isinstance(error[k], t) and not isinstance(error[k], bool) for k, t in _ERROR_FIELDS.items()))
 
@@ -200,6 +203,7 @@ class Catalog:
         self._dirs: list[tuple[Path, str]] = []
         self._entries: dict[str, Entry] | None = None
         self._broken: list[Entry] = []
+        self._source_errors: list[Entry] = []  # zoo.specs entry points whose package fails to import
         self._cache_hits = 0
 
     # ------------------------------------------------------------------ sources
@@ -217,11 +221,22 @@ class Catalog:
         from importlib.metadata import entry_points
         from importlib.util import find_spec
 
+        self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
-            found = find_spec(ep.value)
-            locations = list(found.submodule_search_locations or []) if found else []
-            for loc in locations:
-                out.append((Path(loc), f"entry point {ep.name} ({ep.value})"))
+            origin = f"entry point {ep.name} ({ep.value})"
+            try:  # a plugin whose package fails to import is one BROKEN line, never a crash
+                found = find_spec(ep.value)
+                if found is None:
+                    raise ModuleNotFoundError(f"no module named {ep.value!r}")
+            except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
+                from .resolve import one_line_import_error
+
+                err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
+                                Location(None, None, None, f"plugin {ep.name}"))
+                self._source_errors.append(Entry(Path(ep.value), origin, error=err))
+                continue
+            for loc in list(found.submodule_search_locations or []):
+                out.append((Path(loc), origin))
         for raw in os.environ.get("ZOO_SPECS_PATH", "").split(os.pathsep):
             if raw.strip():
                 out.append((Path(raw).expanduser().resolve(), "ZOO_SPECS_PATH"))
@@ -275,6 +290,7 @@ class Catalog:
                         continue
                     entries[entry.name] = entry
             cache.save()
+            broken.extend(self._source_errors)
             self._entries, self._broken, self._cache_hits = entries, broken, cache.hits
             return entries
 

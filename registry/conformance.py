@@ -20,13 +20,13 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .catalog import Entry
 from .errors import ParamError, ZooError
-from .spec import HubSource, Spec, TimmSource, ZooSource
+from .spec import HubFile, HubSource, Spec, TimmSource, ZooSource
 
 
 class Skipped(Exception):
@@ -120,6 +120,51 @@ def cpu_variants(spec: Spec) -> list[str]:
     return [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]
 
 
+def runnable_cpu_variants(spec: Spec) -> list[str]:
+    return [v for v in cpu_variants(spec) if spec.hardware[v].status == "runnable"]
+
+
+def _procedure_variant(spec: Spec, pname: str) -> tuple[str | None, str]:
+    """The first runnable CPU variant with every role ``pname`` declares, or ``(None, why)``."""
+    from .build import missing_roles
+
+    runnable = runnable_cpu_variants(spec)
+    for v in runnable:
+        if not missing_roles(spec, pname, v, {r: None for r in spec.roles_of(v)}):
+            return v, ""
+    if not runnable:
+        return None, "no runnable CPU variant"
+    return None, f"no runnable CPU variant has the roles {pname} needs ({', '.join(spec.procedure(pname)[1].roles or [])})"
+
+
+def snapshot_models(models: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Copies of every built role's tensors (``state_dict``), to detect in-place changes."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, obj in models.items():
+        state = getattr(obj, "state_dict", None)
+        if callable(state):
+            try:
+                out[role] = {k: v.detach().clone() for k, v in state().items() if hasattr(v, "detach")}
+            except TypeError:  # a state_dict() that needs arguments: not a torch module
+                continue
+    return out
+
+
+def assert_models_unchanged(before: dict[str, dict[str, Any]], models: dict[str, Any], what: str) -> None:
+    """The cached roles are bit-identical to ``before`` (a procedure trained them in place otherwise)."""
+    import torch
+
+    after = snapshot_models(models)
+    for role, state in before.items():
+        for k, v in state.items():
+            w = after.get(role, {}).get(k)
+            if w is None or w.shape != v.shape or w.dtype != v.dtype or not torch.equal(w, v):
+                raise AssertionError(
+                    f"{what} changed the cached weights of role {role!r} ({k}) in place; every later pipeline of "
+                    f"the process would see them: set mutates_models = True or use registry.contract.private_copies"
+                )
+
+
 def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     """Save a tiny model of the same type locally and return the source pointing at it."""
     if isinstance(source, TimmSource):
@@ -138,7 +183,17 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
         )
     from .resolve import library_class
 
-    cfg = dict(source.tiny.config)
+    from .spec import refuse_code_keys
+
+    cfg = dict(refuse_code_keys(dict(source.tiny.config)))  # again here: the harness never writes code keys
+    target = workdir / "tiny"
+    save_dir = target / source.subfolder if source.subfolder else target
+    from .build import _is_model_class
+
+    cls = library_class(source.source, source.tiny.model_class or source.model_class)
+    if not _is_model_class(cls):  # a tokenizer, processor, feature extractor or scheduler
+        _tiny_preprocessor(source.source, cls, cfg).save_pretrained(str(save_dir))
+        return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
     if source.source == "transformers":
         import transformers
 
@@ -151,15 +206,63 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
     else:
         cls = library_class("diffusers", source.tiny.model_class or source.model_class)
         model = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
-    target = workdir / "tiny"
-    save_dir = target / source.subfolder if source.subfolder else target
     model.save_pretrained(str(save_dir))
-    return source.model_copy(update={"id": str(target), "revision": None, "allow_unpinned": True})
+    update: dict[str, Any] = {"id": str(target), "revision": None, "allow_unpinned": True}
+    if source.adapters:
+        update["adapters"] = _tiny_adapters(model, source, workdir)
+    return source.model_copy(update=update)
+
+
+def _tiny_adapters(model: Any, source: HubSource, workdir: Path) -> list[Any]:
+    """A random LoRA per declared adapter (peft's default target modules for the model type),
+    saved locally under the declared file name; the adapters then load through the same call."""
+    import peft
+
+    from .weights import sha256_file
+
+    out = []
+    for i, adapter in enumerate(source.adapters):
+        folder = workdir / f"adapter-{i}"
+        lora = peft.get_peft_model(model, peft.LoraConfig(r=2, init_lora_weights=False))
+        lora.save_pretrained(str(folder))
+        model = lora.unload()
+        saved = folder / "adapter_model.safetensors"
+        if adapter.weight_name != saved.name:
+            saved = saved.rename(folder / adapter.weight_name)
+        out.append(adapter.model_copy(update={"hub": None, "revision": None, "path": str(folder), "sha256": sha256_file(saved)}))
+    return out
+
+
+def tiny_tokenizer(vocab: list[str] | None = None, **special: str) -> Any:
+    """A small word-level fast tokenizer built with the ``tokenizers`` package (no files, no network)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", **special}
+    words = list(dict.fromkeys([*specials.values(), *(vocab or ["the", "a", "model", "zoo", "token"])]))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=specials["unk_token"]))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **specials)
+
+
+def _tiny_preprocessor(library: str, cls: type, cfg: dict[str, Any]) -> Any:
+    """A tiny tokenizer / processor / scheduler of the declared class, from ``tiny.config``
+    (tokenizers: ``vocab`` and special tokens; others: the class's keyword arguments)."""
+    name = cls.__name__
+    if "Tokenizer" in name:
+        return tiny_tokenizer(cfg.pop("vocab", None), **cfg)  # saved as tokenizer.json, which every fast class reads
+    if name.startswith("Auto"):
+        raise AssertionError(f"tiny.model_class: name the concrete class {name} should load (e.g. ViTImageProcessor)")
+    return cls(**cfg)
 
 
 # ----------------------------------------------------------------------------- checks
-def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> list[Check]:
-    """All conformance checks of one spec file (cheap to create; work happens when run)."""
+def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allow_remote_code_stub: bool = False) -> list[Check]:
+    """All conformance checks of one spec file (cheap to create; work happens when run).
+
+    ``allow_remote_code_stub`` is the caller's consent to load a ``trust_remote_code`` role's
+    tiny, code-free checkpoint with ``trust_remote_code=True``; without it that check is SKIP.
+    The spec's own ``trust_remote_code`` is never taken as consent."""
     name = entry.name
     if entry.spec is None:
         err = entry.error
@@ -173,7 +276,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
     def validates() -> None:
         from .lint import lint
 
-        problems = lint(spec, file)
+        problems = lint(spec, file, resolve=True)
         assert not problems, "; ".join(str(p) for p in problems)
 
     checks: list[Check] = [Check(name, f"{name}::validates", validates)]
@@ -188,7 +291,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
     # shipped weights: present and matching, for every variant
     for role, model in spec.models.items():
         for v, src in model.variants.items():
-            if isinstance(src, (ZooSource, TimmSource)) and src.weights is not None:
+            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
 
                 def weights(src: Any = src) -> None:
                     from .build import sha256_file
@@ -200,10 +303,17 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
 
                 checks.append(Check(name, f"{name}::weights[{role}.{v}]", weights))
 
-    # every CPU variant builds
+    # every CPU variant builds (a non-runnable one is SKIP with its status, never PASS)
     cpu = cpu_variants(spec)
     for v in cpu:
-        checks.append(Check(name, f"{name}::builds[{v}]", lambda v=v: _pipeline(entry, v, target) and None))
+
+        def builds(v: str = v) -> None:
+            refusal = spec.hardware[v].refusal(v)
+            if refusal:
+                raise Skipped(refusal)
+            _pipeline(entry, v, target)
+
+        checks.append(Check(name, f"{name}::builds[{v}]", builds))
 
     # hub-loaded roles (usually the paper's `full` checkpoints): loading path on a tiny local copy
     for role, model in spec.models.items():
@@ -214,34 +324,56 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                     from .build import build_model
                     from .loader import locate
 
+                    if isinstance(src, HubSource) and src.tiny is None and spec.hardware[v].status == "declared-only":
+                        raise Skipped(str(spec.hardware[v].refusal(v)) + "; no tiny: block to test its loading path")
+                    # The harness never consents on the spec's behalf: a remote-code role is built
+                    # (from a code-free tiny checkpoint, the "stub") only if the caller said so.
+                    needs_code = bool(getattr(src, "trust_remote_code", False))
+                    if needs_code and not allow_remote_code_stub:
+                        raise Skipped("needs remote code; checked on a code-free stub only with "
+                                      "`zoo check --allow-remote-code-stub` (the caller's consent)")
                     with tempfile.TemporaryDirectory() as tmp:
                         tiny = _tiny_checkpoint(src, Path(tmp))
                         obj = build_model(tiny, spec_dir=entry.path.parent, device="cpu",
-                                          trust_remote_code=getattr(src, "trust_remote_code", False),
-                                          loc=locate(file, f"models.{role}.variants.{v}"))
+                                          trust_remote_code=needs_code and allow_remote_code_stub,
+                                          loc=locate(file, f"models.{role}.variants.{v}"), allow_outside_paths=True)
                         assert obj is not None
                         if hasattr(obj, "parameters"):
                             assert sum(p.numel() for p in obj.parameters()) > 0, "loaded model has no parameters"
 
                 checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", loading_path))
+            elif isinstance(src, ZooSource) and isinstance(src.weights, HubFile):
 
-    # sampler / recipe contract, on the first CPU variant
+                def hub_file_path(src: ZooSource = src, role: str = role, v: str = v) -> None:
+                    _check_hub_file_loading_path(entry, src, f"models.{role}.variants.{v}")
+
+                checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", hub_file_path))
+
+    # sampler / recipe contract, on the first runnable CPU variant that has the procedure's roles
     if cpu:
-        v0 = cpu[0]
         for pname in [*spec.samplers, *spec.recipes]:
             section = "samplers" if pname in spec.samplers else "recipes"
+            v0, no_variant = _procedure_variant(spec, pname)
+
+            def procedure(pname: str = pname, v0: str | None = v0, why: str = no_variant) -> tuple[Any, Any]:
+                if v0 is None:
+                    raise Skipped(why)
+                pipe = _pipeline(entry, v0, target)
+                return pipe, pipe.samplers[pname]
 
             def determinism(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0, target).samplers[pname]
+                pipe, proc = procedure(pname)
+                before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(2)
                 first = proc(seed=1234, **inputs)
                 second = proc(seed=1234, **inputs)
+                assert_models_unchanged(before, pipe.models, f"{pname}")
                 assert_same(first, second)
 
-            def params(pname: str = pname, section: str = section) -> None:
+            def params(pname: str = pname, section: str = section, v0: str | None = v0) -> None:
                 from .build import make_procedure
 
-                pipe = _pipeline(entry, v0, target)
+                pipe, _ = procedure(pname)
                 try:
                     make_procedure(spec, pname, pipe.models, target.device, target.dtype, {"__not_a_parameter__": 1}, file, v0)
                 except ParamError as exc:
@@ -262,9 +394,10 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
             checks.append(Check(name, f"{name}::{section}[{pname}]::param-validation", params))
 
             def batch(pname: str = pname) -> None:
-                proc = _pipeline(entry, v0, target).samplers[pname]
+                pipe, proc = procedure(pname)
                 if not getattr(proc, "batch_independent", False):
                     raise Skipped(f"{pname} does not declare batch_independent")
+                before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(3)
                 rows = proc.output_rows(proc(seed=7, **inputs))
                 singles = proc.input_rows(inputs)
@@ -273,9 +406,18 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                     alone = proc.output_rows(proc(seed=7, **single))
                     assert len(alone) == 1
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
+                assert_models_unchanged(before, pipe.models, pname)
 
-            if section == "samplers":
-                checks.append(Check(name, f"{name}::samplers[{pname}]::batch-independence", batch))
+            checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
+
+            produced = spec.procedure(pname)[1].produces
+            if produced is not None:
+
+                def produces(pname: str = pname, role: str = produced) -> None:
+                    pipe, proc = procedure(pname)
+                    _check_produces(entry, pipe, proc, pname, role)
+
+                checks.append(Check(name, f"{name}::{section}[{pname}]::produces[{produced}]", produces))
 
     # invariants
     for inv in spec.invariants:
@@ -311,14 +453,77 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target()) -> l
                 raise Skipped(f"slow; run `zoo check --slow {name}` or `{m.command}`")
             if m.variant not in cpu:
                 raise Skipped(f"variant {m.variant} does not run on cpu")
-            fn = resolve(m.check)
-            value = float(fn(_pipeline(entry, m.variant, target), **m.check_params))
+            refusal = spec.hardware[m.variant].refusal(m.variant)
+            if refusal:
+                raise Skipped(refusal)
+            resolve(m.check, kind="metric_check")
+            value = _pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )
 
         checks.append(Check(name, mid, metric, slow=m.slow))
     return checks
+
+
+def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> None:
+    """A hub-file role's loading path, offline: the factory's random state dict, mapped back by the
+    converter's inverse (identity without a converter), saved under the same file name in a temp
+    folder, then read, verified, converted and loaded by the same code as the real file."""
+    from .build import build_model
+    from .loader import locate
+    from .resolve import resolve
+    from .weights import inverse_converter, save_state, sha256_file
+
+    assert isinstance(src.weights, HubFile)
+    file = str(entry.path)
+    factory = resolve(src.factory, locate(file, f"{field}.factory"), kind="factory")
+    reference = factory(**src.config)
+    state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+    raw = inverse_converter(src.convert, locate(file, f"{field}.convert"))(state)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / src.weights.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_state(raw, path)
+        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path)})
+        built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
+                            allow_outside_paths=True)  # the harness's own temp file
+    got = built.state_dict()
+    for k, v in state.items():
+        if k not in got or not (got[k].shape == v.shape and bool((got[k].to(v.dtype) == v).all())):
+            raise AssertionError(f"{field}: {k} does not survive the save -> convert -> load round trip")
+
+
+def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -> None:
+    """A training recipe's output reloads into ``role``'s factory with ``strict=True``: run it on its
+    example inputs (a tiny budget), save what it returns as safetensors, load it back."""
+    from .build import build_model
+    from .loader import locate
+    from .weights import save_state, sha256_file
+
+    src = spec_source(entry, role, pipe.variant)
+    if not isinstance(src, ZooSource):
+        raise AssertionError(f"{pname} produces {role!r}, whose {pipe.variant} source is not a factory (source: zoo)")
+    before = snapshot_models(pipe.models)
+    out = proc(seed=0, **proc.example_inputs(2))
+    assert_models_unchanged(before, pipe.models, pname)
+    if hasattr(out, "state_dict") and callable(out.state_dict):
+        state = out.state_dict()
+    elif isinstance(out, dict):
+        state = out
+    else:
+        raise AssertionError(f"{pname} produces {role!r} but returned a {type(out).__name__} (expected a module or a state dict)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{role}.safetensors"
+        save_state({k: v.detach().cpu() for k, v in state.items()}, path)
+        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path), "convert": None})
+        build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(str(entry.path), f"recipes.{pname}.produces"),
+                    allow_outside_paths=True)  # the harness's own temp file
+
+
+def spec_source(entry: Entry, role: str, variant: str) -> Any:
+    assert entry.spec is not None
+    return entry.spec.models[role].variants.get(variant)
 
 
 def _has_submodule(package: str, sub: str) -> bool:
@@ -329,35 +534,101 @@ def _has_submodule(package: str, sub: str) -> bool:
 
 
 def run_check(check: Check) -> tuple[str, str, float]:
-    """``(status, message, seconds)`` with status PASS / FAIL / SKIP."""
-    t0 = time.perf_counter()
+    """``(status, message, seconds)`` with status PASS / FAIL / SKIP (wall-clock seconds; the CPU
+    seconds of the last call are in :data:`LAST_CPU`)."""
+    global LAST_CPU
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         check.fn()
     except Skipped as exc:
-        return "SKIP", str(exc), time.perf_counter() - t0
+        return "SKIP", str(exc), _elapsed(t0, c0)
     except (AssertionError, ZooError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
-        return "FAIL", msg, time.perf_counter() - t0
+        return "FAIL", msg, _elapsed(t0, c0)
     except Exception as exc:  # noqa: BLE001 - report any crash as a failure with its origin
         tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return "FAIL", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]} ({tb.filename}:{tb.lineno})", time.perf_counter() - t0
-    return "PASS", "", time.perf_counter() - t0
+        return "FAIL", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]} ({tb.filename}:{tb.lineno})", _elapsed(t0, c0)
+    return "PASS", "", _elapsed(t0, c0)
+
+
+LAST_CPU = 0.0
+DEFAULT_BUDGET_S = 20.0
+
+
+def _elapsed(t0: float, c0: float) -> float:
+    global LAST_CPU
+    LAST_CPU = time.process_time() - c0
+    return time.perf_counter() - t0
+
+
+def budget_seconds(value: float | None = None) -> float:
+    """The per-spec budget for the default (non-slow) checks: ``value``, else ``$ZOO_CHECK_BUDGET``,
+    else 20 s. Measured in CPU seconds of the checking process, so a loaded machine does not fail a
+    spec that an idle CI runner (where CPU and wall time agree at one thread) would pass."""
+    if value is not None:
+        return float(value)
+    raw = os.environ.get("ZOO_CHECK_BUDGET", "")
+    try:
+        return float(raw) if raw else DEFAULT_BUDGET_S
+    except ValueError:
+        raise ZooError(f"ZOO_CHECK_BUDGET: expected seconds, got {raw!r}") from None
+
+
+@dataclass
+class SpecTiming:
+    """What one spec's checks cost: wall and CPU seconds in total, per check."""
+
+    spec: str
+    wall: float = 0.0
+    cpu: float = 0.0
+    checks: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def add(self, check_id: str, wall: float, cpu: float) -> None:
+        self.wall += wall
+        self.cpu += cpu
+        self.checks.append((check_id, wall, cpu))
+
+    def slowest(self, n: int = 5) -> list[tuple[str, float, float]]:
+        return sorted(self.checks, key=lambda c: -c[1])[:n]
+
+    def summary(self, budget: float | None = None) -> str:
+        slow = ", ".join(f"{cid.split('::', 1)[-1]} {w:.1f}s" for cid, w, _ in self.slowest())
+        over = f"  OVER BUDGET ({budget:g} s CPU)" if budget is not None and self.cpu > budget else ""
+        return f"TIME  {self.spec}: {self.wall:.1f}s wall, {self.cpu:.1f}s CPU in {len(self.checks)} checks; slowest: {slow}{over}"
 
 
 def run_checks(
-    entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target()
+    entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
+    allow_remote_code_stub: bool = False, budget: float | None = None,
 ) -> bool:
-    """Run every check of ``entries``; print one line per check; True if none failed."""
+    """Run every check of ``entries``; print one line per check, then per spec its time total and
+    five slowest checks; True if none failed. With ``budget`` (CPU seconds), a spec whose default
+    (non-slow) checks cost more fails."""
     load_hypothesis_profile(slow)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    timings: list[SpecTiming] = []
+    over: list[str] = []
     for entry in entries:
-        for check in checks_for(entry, slow=slow, target=target):
+        timing = SpecTiming(entry.name)
+        default_cpu = 0.0
+        for check in checks_for(entry, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub):
             if only and only not in check.id:
                 continue
             status, msg, secs = run_check(check)
+            timing.add(check.id, secs, LAST_CPU)
+            default_cpu += 0.0 if check.slow else LAST_CPU
             counts[status] += 1
             if verbose or status == "FAIL":
                 print(f"{status}  {check.id}  ({secs:.1f}s)" + (f"  {msg}" if msg else ""), flush=True)
-    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+        if timing.checks:
+            timings.append(timing)
+            print(timing.summary(budget), flush=True)
+            if budget is not None and default_cpu > budget:
+                over.append(f"{entry.name} ({default_cpu:.1f}s CPU > {budget:g}s)")
+    total_wall, total_cpu = sum(t.wall for t in timings), sum(t.cpu for t in timings)
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
+          f"in {total_wall:.1f}s wall ({total_cpu:.1f}s CPU) over {len(timings)} specs")
+    if over:
+        print(f"FAIL  over the per-spec budget: {', '.join(over)}")
     sys.stdout.flush()
-    return counts["FAIL"] == 0
+    return counts["FAIL"] == 0 and not over

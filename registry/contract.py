@@ -1,5 +1,16 @@
 """What a method's code offers the engine: procedures (samplers, analyses, training recipes),
-named invariants and metric checks.
+model factories, metric checks and named invariants.
+
+Nothing a spec names is callable unless its author opted in: a spec's ``"package.module:attr"``
+string resolves (:func:`registry.resolve.resolve`) only to an object registered here for the
+kind the spec field asks for. Procedures opt in by subclassing :class:`Procedure`; factories,
+metric checks, converters and transforms by a decorator::
+
+    @factory                                  # config validated against the signature
+    def build_affine(dim: Annotated[int, Field(ge=1, le=4096)] = 2) -> Affine: ...
+
+    @metric_check
+    def sample_mean_abs(pipeline) -> float: ...
 
 This module is the whole method-facing API. It imports neither torch nor Hypothesis, so
 ``import registry`` stays cheap; method code imports what it needs itself.
@@ -10,6 +21,7 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
         class Params(ProcedureParams):          # typed, validated hyper-parameters
             steps: int = Field(10, ge=1)
         batch_independent = True                # opt in to the batch-independence check
+        mutates_models = False                  # True: the builder hands uncached copies (training)
 
         def __init__(self, models, params, device, dtype): ...
         def __call__(self, *, seed=0, **inputs): ...        # the method itself
@@ -19,16 +31,22 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
 
 The engine builds ``models`` (a mapping role -> built object) and validates ``params`` from
 the spec merged with the caller's overrides, then instantiates the class once per pipeline.
+
+Built roles are cached process-wide and shared by every pipeline of the process: a procedure
+must never change ``self.models[...]`` in place unless it sets ``mutates_models = True`` (the
+builder then hands it private copies) or takes copies itself with :func:`private_copies`.
+Conformance checks that the cached weights are bit-identical after every procedure call.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
 
 class ProcedureParams(BaseModel):
@@ -54,9 +72,10 @@ class Procedure:
     Params: ClassVar[type[ProcedureParams]] = ProcedureParams
     CliInputs: ClassVar[type[CliInputs] | None] = None
     batch_independent: ClassVar[bool] = False
+    mutates_models: ClassVar[bool] = False
 
     def __init__(self, models: Mapping[str, Any], params: ProcedureParams, device: Any = "cpu", dtype: Any = None):
-        self.models = dict(models)
+        self.models = models.copy() if isinstance(models, Roles) else Roles(models)
         self.params = params
         self.device = device
         self.dtype = dtype
@@ -76,10 +95,49 @@ class Procedure:
         """Split a batched result into per-row results (same order as ``input_rows``)."""
         raise NotImplementedError(f"{type(self).__name__} declares batch_independent but has no output_rows")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY.setdefault("procedure", set()).add(cls)  # subclassing is the opt-in
+
     def run_cli(self, inputs: BaseModel | None, seed: int) -> str:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""
         result = self(seed=seed, **self.example_inputs(1))
         return summarize(result)
+
+
+class Roles(dict):  # type: ignore[type-arg]
+    """role -> built model for one variant. A role with no source for that variant (roles may
+    cover a subset of variants) raises a one-line ``BuildError`` naming role, variant and
+    procedure instead of a bare ``KeyError``; ``.get`` and ``in`` behave as for a dict."""
+
+    def __init__(self, *args: Any, variant: str | None = None, procedure: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.variant, self.procedure = variant, procedure
+
+    def __missing__(self, role: str) -> Any:
+        from .errors import BuildError
+
+        raise BuildError(
+            f"role {role!r} has no source for variant {self.variant or '?'}"
+            + (f" (needed by procedure {self.procedure})" if self.procedure else "")
+        )
+
+    def copy(self) -> "Roles":
+        return Roles(self, variant=self.variant, procedure=self.procedure)
+
+
+def private_copies(models: Mapping[str, Any], roles: "list[str] | None" = None) -> Roles:
+    """Deep copies of ``models`` (of ``roles`` only, when given; the others stay shared) that a
+    training recipe may change freely without touching the process-wide cache::
+
+        self.models = private_copies(self.models, ["sae"])   # then train self.models["sae"]
+    """
+    import copy
+
+    out = models.copy() if isinstance(models, Roles) else Roles(models)
+    for role in (list(models) if roles is None else roles):
+        out[role] = copy.deepcopy(models[role])
+    return out
 
 
 def summarize(value: Any, limit: int = 400) -> str:
@@ -101,6 +159,16 @@ def cache_dir(*parts: str) -> "Path":
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def cached_artifact(key_parts: "list[Any] | tuple[Any, ...]", produce: Callable[[], Any], fmt: str, *,
+                    namespace: str = "artifacts", use_cache: bool = True) -> Any:
+    """Run-time artefacts fitted once and cached on disk in safe formats (safetensors, JSON,
+    pickle-free ``.npy``), keyed by configuration and data hash, written atomically; see
+    :mod:`registry.artifacts`."""
+    from .artifacts import cached_artifact as impl
+
+    return impl(key_parts, produce, fmt, namespace=namespace, use_cache=use_cache)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- invariants
@@ -135,3 +203,116 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
         for (module, name), fn in _INVARIANTS.items()
         if module == module_prefix or module.startswith(module_prefix + ".")
     }
+
+
+# ----------------------------------------------------------------------------- registration
+#: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
+#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``); ``converter`` and
+#: ``transform`` are reserved for the weight-conversion engine.
+KINDS = ("factory", "procedure", "metric_check", "converter", "transform")
+_REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
+_FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FactoryParams(BaseModel):
+    """Base of a factory's ``config`` model: unknown keys are errors, values are validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, arbitrary_types_allowed=True)
+
+
+def register(kind: str, obj: F) -> F:
+    """Record ``obj`` as something a spec may name under ``kind`` (one of :data:`KINDS`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    if not callable(obj):
+        raise TypeError(f"only callables can be registered as a {kind}, got {type(obj).__name__}")
+    _REGISTRY[kind].add(obj)
+    return obj
+
+
+def is_registered(obj: Any, kind: str) -> bool:
+    """True if ``obj`` was registered (or, for procedures, subclassed :class:`Procedure`) for ``kind``."""
+    try:
+        return obj in _REGISTRY.get(kind, ())
+    except TypeError:  # unhashable
+        return False
+
+
+def _params_from_signature(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A :class:`FactoryParams` model of ``fn``'s keyword parameters (annotations and defaults,
+    ``Annotated[int, Field(le=...)]`` bounds included). ``*args``/``**kwargs`` cannot be validated."""
+    import types
+    import typing
+
+    # PEP 563 string annotations, resolved in the factory's module; the return annotation is
+    # ignored (it may name a class defined further down the module).
+    shim = types.SimpleNamespace(
+        __annotations__={k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"},
+        __globals__=getattr(fn, "__globals__", {}),
+    )
+    try:
+        hints = typing.get_type_hints(shim, globalns=shim.__globals__, include_extras=True)
+    except Exception as exc:  # noqa: BLE001 - NameError, TypeError, ...
+        raise TypeError(f"@factory {fn.__qualname__}: cannot resolve its annotations ({exc}); pass @factory(params=Model)") from None
+    fields: dict[str, Any] = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(
+                f"@factory {fn.__qualname__}: *args/**kwargs cannot be validated; pass @factory(params=Model)"
+            )
+        if p.kind is p.POSITIONAL_ONLY:
+            raise TypeError(f"@factory {fn.__qualname__}: parameter {name} is positional-only")
+        ann = Any if p.annotation is p.empty else hints.get(name, p.annotation)
+        fields[name] = (ann, ... if p.default is p.empty else p.default)
+    return create_model(f"{fn.__name__}_config", __base__=FactoryParams, **fields)
+
+
+@overload
+def factory(fn: F) -> F: ...
+@overload
+def factory(*, params: type[BaseModel]) -> Callable[[F], F]: ...
+def factory(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
+    """Register a model factory (``source: zoo``). The spec's ``config`` is validated before the
+    call against ``params`` (a :class:`FactoryParams` model), or a model derived from the
+    signature; the factory then receives the validated values as keyword arguments."""
+
+    def deco(f: F) -> F:
+        if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
+            raise TypeError("@factory(params=...) needs a pydantic model class")
+        model = params if params is not None else _params_from_signature(f)
+        if model.model_config.get("extra") != "forbid":
+            raise TypeError(f"@factory {f.__qualname__}: params model must forbid extra keys (subclass FactoryParams)")
+        _FACTORY_PARAMS[f] = model
+        return register("factory", f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def factory_params(fn: Any) -> type[BaseModel]:
+    """The config model of a registered factory."""
+    return _FACTORY_PARAMS[fn]
+
+
+def metric_check(fn: F) -> F:
+    """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance."""
+    return register("metric_check", fn)
+
+
+def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
+    """Register a weight converter ``fn(state_dict) -> state_dict`` (a spec's ``convert:``): it maps
+    a checkpoint's keys/layout to the factory's. ``inverse`` maps the factory's state dict back to
+    the checkpoint's layout; the conformance loading-path check needs it (``@converter(inverse=f)``)."""
+
+    def deco(f: F) -> F:
+        if inverse is not None:
+            f.inverse = inverse  # type: ignore[attr-defined]
+        return register("converter", f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def transform(fn: F) -> F:
+    """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
+    ``transform:``): quantise, patch an embedder, install attention processors."""
+    return register("transform", fn)

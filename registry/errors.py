@@ -104,3 +104,7 @@ class RequirementError(BuildError):
 
 class ParamError(ZooError):
     """A sampler or runner parameter is invalid."""
+
+
+class RunError(ZooError):
+    """A built pipeline failed while running (bad input, a size too large, ...)."""

@@ -574,11 +574,14 @@ def check_paths(spec: Spec, doc: Document, roots: tuple[Path, ...]) -> None:
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
             weights = getattr(src, "weights", None)
-            if weights is None:
-                continue
-            outside = _outside(base / weights, roots, "the weights file")
-            if outside:
-                problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "weights"))))
+            if isinstance(weights, str):  # a hub file ({hub, filename, ...}) is fetched, not read from the tree
+                outside = _outside(base / weights, roots, "the weights file")
+                if outside:
+                    problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "weights"))))
+            for i, adapter in enumerate(getattr(src, "adapters", None) or []):
+                outside = _outside(base / adapter.path, roots, "the adapter folder") if adapter.path else None
+                if outside:
+                    problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "adapters", i, "path"))))
     if problems:
         raise SpecErrors(problems)
 

@@ -7,8 +7,15 @@ Two checks, both required:
    aliases such as ``zoo.somemodule:os.system`` or ``logging.os:system`` (the Hydra
    GHSA-37p2-j732-x8pj class of bypass).
 
+3. the object must be registered for the kind of field that names it (``@factory``,
+   ``@metric_check``, a :class:`~registry.contract.Procedure` subclass, ...; see
+   :mod:`registry.contract`), so an allowed package's other callables (``zoo:load``,
+   ``zoo.cli:main``) are never gadgets a spec can call with arguments of its choosing.
+
 Allowed: the packages registered with :func:`allow_package` (the zoo facade registers its own,
-plugins arrive through the ``zoo.plugins`` entry-point group or ``ZOO_ALLOWED_PACKAGES``).
+plugins arrive through the ``zoo.plugins`` entry-point group or ``ZOO_ALLOWED_PACKAGES``). The
+standard library and libraries that load code or pickles (torch, numpy, transformers, ...) can
+never be allowed: see :data:`DENIED_PACKAGES`.
 """
 from __future__ import annotations
 
@@ -16,9 +23,12 @@ import importlib
 import inspect
 import os
 import re
+import sys
 import threading
+import warnings
 from typing import Any
 
+from . import contract
 from .errors import Location, ResolveError
 from .spec import TARGET_RE
 
@@ -28,17 +38,47 @@ _plugins_loaded = False
 PLUGIN_GROUP = "zoo.plugins"
 
 
-def allow_package(name: str) -> None:
-    """Trust a top-level package as a source of factories, procedures and invariants."""
+#: Packages that may never be allowed: the standard library (``os``, ``subprocess``, ``pickle``,
+#: ``builtins``, ``importlib``, ...), libraries whose functions load pickles or run code
+#: (``torch.load``, ``numpy.load(allow_pickle=True)``, ``joblib``, ``dill``, ``transformers``'
+#: remote code ...), and this engine itself. Allowing a package trusts *its registered objects*;
+#: these packages register nothing and offer loaders, so allowing them could only open holes.
+DENIED_PACKAGES: frozenset[str] = frozenset(sys.stdlib_module_names) | frozenset({
+    "torch", "torchvision", "torchaudio", "numpy", "scipy", "pandas", "sklearn", "joblib", "dill", "cloudpickle",
+    "pickle5", "safetensors", "transformers", "diffusers", "timm", "accelerate", "huggingface_hub", "tokenizers",
+    "peft", "datasets", "jax", "jaxlib", "flax", "tensorflow", "keras", "onnx", "onnxruntime", "h5py", "yaml",
+    "ruamel", "pydantic", "hypothesis", "pytest", "_pytest", "IPython", "setuptools", "pkg_resources", "pip",
+    "requests", "urllib3", "fsspec", "matplotlib", "numba", "sympy", "tqdm", "registry",
+})
+
+
+def _refusal(name: str) -> str | None:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise ResolveError(f"allow_package: {name!r} is not a top-level package name")
+        return f"{name!r} is not a top-level package name"
+    if name in DENIED_PACKAGES or name.lower() in DENIED_PACKAGES:
+        what = "the standard library" if name in sys.stdlib_module_names else "a library that loads code or pickles"
+        return f"{name!r} may not be allowed: it is {what}, not a zoo plugin (allowing a package lets specs name its registered factories, procedures and checks)"
+    return None
+
+
+def allow_package(name: str) -> None:
+    """Trust a top-level package as a source of registered factories, procedures and checks."""
+    why = _refusal(name)
+    if why:
+        raise ResolveError(f"allow_package: {why}")
     with _lock:
         _allowed.add(name)
 
 
 def allowed_packages() -> frozenset[str]:
+    """Allowed top-level packages. A denied name in ``ZOO_ALLOWED_PACKAGES`` is an error (fail
+    closed and loud: silently dropping it would leave the caller guessing)."""
     _load_plugins()
     env = {p.strip() for p in os.environ.get("ZOO_ALLOWED_PACKAGES", "").split(",") if p.strip()}
+    for name in sorted(env):
+        why = _refusal(name)
+        if why:
+            raise ResolveError(f"ZOO_ALLOWED_PACKAGES: {why}")
     return frozenset(_allowed | env)
 
 
@@ -49,17 +89,43 @@ def _load_plugins() -> None:
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=PLUGIN_GROUP):
-        allow_package(ep.value.split(":")[0].split(".")[0])
+        name = ep.value.split(":")[0].split(".")[0]
+        try:
+            allow_package(name)
+        except ResolveError as exc:  # a broken plugin must not break every command
+            warnings.warn(f"zoo.plugins entry point {ep.name!r} ignored: {exc}", stacklevel=2)
     _plugins_loaded = True
+
+
+def one_line_import_error(exc: BaseException) -> str:
+    """``Type: message`` of an import-time failure, on one line and short."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
+def plugin_problems() -> dict[str, str]:
+    """``{entry point: one-line error}`` for every ``zoo.plugins`` entry point whose package fails
+    to import (imports each plugin: for ``zoo doctor`` / ``zoo list --broken``, not for listing)."""
+    from importlib.metadata import entry_points
+
+    problems: dict[str, str] = {}
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        try:
+            importlib.import_module(ep.value.split(":")[0])
+        except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
+            problems[f"{ep.name} ({ep.value})"] = one_line_import_error(exc)
+    return problems
 
 
 def _top(module: str | None) -> str:
     return (module or "").split(".")[0]
 
 
-def resolve(target: str, location: Location | None = None, *, kind: str = "callable") -> Any:
-    """Import ``"package.module:attr"`` if (and only if) the allowlist permits it."""
+def resolve(target: str, location: Location | None = None, *, kind: str) -> Any:
+    """Import ``"package.module:attr"`` if (and only if) the allowlist permits it, and return the
+    object only if it is registered for ``kind`` (see :data:`registry.contract.KINDS`)."""
     loc = location or Location()
+    if kind not in contract.KINDS:
+        raise ValueError(f"resolve: unknown kind {kind!r}")
     if not isinstance(target, str) or not re.fullmatch(TARGET_RE, target):
         raise ResolveError(f"expected 'package.module:attr', got {target!r}", loc)
     module_name, _, attr_path = target.partition(":")
@@ -72,8 +138,8 @@ def resolve(target: str, location: Location | None = None, *, kind: str = "calla
         )
     try:
         obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ResolveError(f"cannot import module {module_name!r} for {target!r}: {exc}", loc) from exc
+    except Exception as exc:  # noqa: BLE001 - a broken plugin may raise anything at import time
+        raise ResolveError(f"cannot import module {module_name!r} for {target!r}: {one_line_import_error(exc)}", loc) from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
@@ -90,6 +156,9 @@ def resolve(target: str, location: Location | None = None, *, kind: str = "calla
         )
     if not callable(obj):
         raise ResolveError(f"{target!r} is not callable", loc)
+    if not contract.is_registered(obj, kind):
+        how = "subclass registry.contract.Procedure" if kind == "procedure" else f"decorate it with @registry.contract.{kind}"
+        raise ResolveError(f"{target!r} is not registered as a {kind.replace('_', ' ')} ({how})", loc)
     return obj
 
 

@@ -5,20 +5,76 @@ A spec is data. Code is named only by ``"package.module:attr"`` strings, resolve
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 TARGET_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
 MODULE_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
 SHA256_RE = r"^[0-9a-f]{64}$"
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt")
 REVISION_RE = r"^[0-9a-f]{40}$"
 
 Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier")]
 Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
 DType = Literal["float32", "float16", "bfloat16", "float64"]
 Accelerator = Literal["cpu", "cuda", "mps", "any"]
+
+
+#: Keys that grant consent or switch a loader to code/pickle/network. A spec can never pass them to
+#: code (factory ``config``, procedure ``params``, metric ``check_params``, timm ``kwargs``): consent
+#: comes from the caller (``trust_remote_code=True``), never from the spec's own arguments.
+CONSENT_KEYS = frozenset({
+    "trust_remote_code", "allow_remote_code", "remote_code", "weights_only", "allow_pickle", "use_safetensors",
+    "local_files_only", "allow_unpinned", "use_auth_token", "custom_pipeline", "custom_pipelines",
+    "auto_map", "code_revision", "checkpoint_path", "pretrained_cfg_overlay", "pretrained_cfg", "cache_dir",
+    "force_download", "proxies",
+})
+#: Keys of a ``tiny.config`` that would make transformers/diffusers import code: ``auto_map``
+#: (transformers' remote code), ``custom_pipeline(s)`` (diffusers' community code), the
+#: ``*_class``/``*_class_name`` keys that name a class to import (``tokenizer_class``,
+#: ``processor_class``, diffusers' ``_class_name``) and ``architectures``.
+CODE_KEY_SUFFIXES = ("_class", "_class_name", "auto_map", "custom_pipeline", "custom_pipelines")
+CODE_KEYS = frozenset({"architectures", "auto_map", "custom_pipeline", "custom_pipelines", "_name_or_path"})
+
+
+def _walk_keys(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """``(dotted path, key)`` of every mapping key at any depth of ``value``."""
+    out: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            p = f"{path}.{k}" if path else str(k)
+            out.append((p, str(k)))
+            out.extend(_walk_keys(v, p))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.extend(_walk_keys(v, f"{path}.{i}" if path else str(i)))
+    return out
+
+
+def refuse_consent_keys(value: Any) -> Any:
+    """Validator: no consent/loader-switch key (:data:`CONSENT_KEYS`) at any depth."""
+    for path, key in _walk_keys(value):
+        if key.lower() in CONSENT_KEYS:
+            raise ValueError(
+                f"{path}: {key!r} cannot be set by a spec (consent comes from the caller, e.g. "
+                f"zoo.load(..., trust_remote_code=True), and only for a hub source that declares it)"
+            )
+    return value
+
+
+def refuse_code_keys(value: Any) -> Any:
+    """Validator of ``tiny.config``: no key that points transformers/diffusers at code."""
+    refuse_consent_keys(value)
+    for path, key in _walk_keys(value):
+        k = key.lower()
+        if k in CODE_KEYS or k.endswith(CODE_KEY_SUFFIXES):
+            raise ValueError(f"{path}: {key!r} points at code; a tiny checkpoint is plain config only")
+    return value
+
+
+ConsentFree = Annotated[dict[str, Any], AfterValidator(refuse_consent_keys)]
 
 
 class Strict(BaseModel):
@@ -37,90 +93,300 @@ class TinyCheckpoint(Strict):
     """How the conformance harness makes a tiny local checkpoint of the same model type, so the
     ``full`` variant's loading path can be tested offline (``save_pretrained`` then the same builder)."""
 
-    config: dict[str, Any] = Field(description="kwargs of the config (transformers: must contain model_type)")
+    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys)] = Field(
+        description="kwargs of the config (transformers: must contain model_type); keys that point at code "
+        "(auto_map, *_class, custom_pipelines, ...) are refused"
+    )
     model_class: str | None = Field(
         None, description="class used to create the tiny model, when it differs from the loading class"
     )
 
 
-class HubSource(Strict):
-    """A model role loaded with ``from_pretrained`` from transformers or diffusers."""
+class Transformable(Strict):
+    """Fields every source shares: a post-load transform (see docs/writing-a-method.md)."""
+
+    transform: Target | None = Field(
+        None, description='"pkg.module:fn" registered as a transform, called as fn(model, **transform_config) after loading; returns the model (or None: changed in place)'
+    )
+    transform_config: dict[str, Any] = Field({}, description="keyword arguments of the transform")
+
+    @model_validator(mode="after")
+    def _transform_config(self) -> "Transformable":
+        if self.transform_config and self.transform is None:
+            raise ValueError("transform_config: given without a transform")
+        return self
+
+
+class HubFile(Strict):
+    """One weights file inside a hub repository, fetched with ``huggingface_hub.hf_hub_download``
+    (``local_files_only`` when offline) and verified against its sha256."""
+
+    doc_example: ClassVar[str] = """
+weights: {hub: owner/repo, revision: 0123456789abcdef0123456789abcdef01234567,
+          filename: ckpt/model_ema.pt, sha256: <64-hex>}
+convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inverse=...)
+"""
+
+    hub: str = Field(description="hub repository id, e.g. owner/repo")
+    revision: str = Field(pattern=REVISION_RE, description="pinned 40-hex commit")
+    filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
+    sha256: str = Field(pattern=SHA256_RE)
+    repo_type: Literal["model", "dataset", "space"] = "model"
+
+    @field_validator("filename")
+    @classmethod
+    def _format(cls, v: str) -> str:
+        if not v.endswith(WEIGHT_SUFFIXES) or v.startswith("/") or ".." in v.split("/"):
+            raise ValueError(f"expected a relative path ending in {', '.join(WEIGHT_SUFFIXES)}, got {v!r}")
+        return v
+
+
+class Adapter(Strict):
+    """A PEFT adapter (e.g. LoRA) loaded onto a transformers/diffusers model with peft."""
+
+    doc_example: ClassVar[str] = """
+adapters:
+  - {hub: owner/style-lora, revision: <40-hex>, weight_name: adapter_model.safetensors,
+     adapter_name: style, sha256: <64-hex>}
+  - {path: adapters/mine, adapter_name: mine, sha256: <64-hex>}   # relative to the spec file
+"""
+
+    hub: str | None = Field(None, description="hub repository id of the adapter (needs revision)")
+    path: str | None = Field(None, description="local adapter folder, relative to the spec file")
+    revision: str | None = Field(None, pattern=REVISION_RE)
+    weight_name: str = Field("adapter_model.safetensors", description="the adapter's weights file (safetensors)")
+    adapter_name: str = Field("default", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    sha256: str = Field(pattern=SHA256_RE, description="sha256 of the weights file")
+
+    @model_validator(mode="after")
+    def _where(self) -> "Adapter":
+        if (self.hub is None) == (self.path is None):
+            raise ValueError("give exactly one of hub or path")
+        if self.hub is not None and self.revision is None:
+            raise ValueError(f"revision: adapter {self.hub!r} needs a pinned 40-hex revision")
+        if not self.weight_name.endswith(".safetensors") or "/" in self.weight_name:
+            raise ValueError("weight_name: adapters load from a .safetensors file name only")
+        return self
+
+
+class HubSource(Transformable):
+    """A model role loaded with ``from_pretrained`` from transformers or diffusers
+    (also tokenizers and processors: ``model_class: AutoTokenizer``)."""
+
+    doc_example: ClassVar[str] = """
+lm: {source: transformers, model_class: AutoModelForCausalLM, id: Qwen/Qwen2.5-0.5B, revision: <40-hex>,
+     tiny: {config: {model_type: qwen2, hidden_size: 16, num_hidden_layers: 1, num_attention_heads: 2,
+                     num_key_value_heads: 1, intermediate_size: 32, vocab_size: 64}},
+     transform: "my_plugin.patch:install_processors", transform_config: {kind: flash}}
+tokenizer: {source: transformers, model_class: AutoTokenizer, id: Qwen/Qwen2.5-0.5B, revision: <40-hex>,
+            tiny: {config: {vocab: [the, zoo, model]}}}   # a word-level tokenizer for the offline check
+"""
 
     source: Literal["transformers", "diffusers"]
     model_class: str = Field(description="class in the library, e.g. AutoModelForCausalLM, UNet2DModel")
-    id: str | None = Field(None, description="hub id (needs revision) or local directory")
+    id: str | None = Field(
+        None, description="hub id (needs revision, with or without an org) or a local directory starting with ./, ../, / or ~ "
+        "(relative paths resolve against the spec's folder and must stay inside it)"
+    )
     revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit of a hub id")
     allow_unpinned: bool = False
     subfolder: str | None = None
     dtype: DType | None = None
     trust_remote_code: bool = False
     tiny: TinyCheckpoint | None = None
+    adapters: list[Adapter] = Field([], description="PEFT adapters loaded onto the model, in order")
 
     @model_validator(mode="after")
     def _pinned(self) -> "HubSource":
         if self.id is None:
             raise ValueError("id: a hub id or a local directory is required")
-        looks_remote = "/" in self.id and not self.id.startswith((".", "/", "~"))
-        if looks_remote and self.revision is None and not self.allow_unpinned:
+        if looks_remote(self.id) and self.revision is None and not self.allow_unpinned:
             raise ValueError(f"revision: hub id {self.id!r} needs a pinned 40-hex revision (or allow_unpinned: true)")
         return self
 
 
-class TimmSource(Strict):
-    """A model role created with ``timm.create_model``."""
+def looks_remote(model_id: str) -> bool:
+    """A hub id (``org/name`` or org-less ``gpt2``) unless it is written as a path (``./``, ``../``,
+    ``/``, ``~``, or ``.``): ambiguous bare names are hub ids and need a pinned revision."""
+    return not (model_id in (".", "..") or model_id.startswith(("./", "../", "/", "~", ".\\", "..\\")))
+
+
+#: The ``timm.create_model`` keyword arguments a spec may set: architecture shape only. Anything
+#: that names a file, a URL or a pretrained config (``checkpoint_path``, ``pretrained_cfg_overlay``,
+#: ``pretrained_cfg``, ``cache_dir``) is refused.
+TIMM_KWARGS = frozenset({"num_classes", "in_chans", "global_pool", "drop_rate", "drop_path_rate", "img_size"})
+
+
+class TimmSource(Transformable):
+    """A model role created with ``timm.create_model``, architecture only; weights come from a local
+    safetensors file with its sha256 (``pretrained: true`` downloads unpinned weights: it needs
+    ``allow_unpinned: true`` and a network, and is refused offline)."""
 
     source: Literal["timm"]
-    model_name: str
+    model_name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
     pretrained: bool = False
-    weights: str | None = Field(None, description="local safetensors file, relative to the spec file")
+    allow_unpinned: bool = False
+    weights: str | None = Field(None, description="local safetensors file, relative to the spec file (needs sha256)")
     sha256: str | None = Field(None, pattern=SHA256_RE)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = Field({}, description=f"only {', '.join(sorted(TIMM_KWARGS))}; scalar values")
     dtype: DType | None = None
-
-
-class ZooSource(Strict):
-    """A model role built by a factory in an allowed package, optionally loading safetensors."""
-
-    source: Literal["zoo"]
-    factory: Target
-    config: dict[str, Any] = {}
-    weights: str | None = Field(None, description="safetensors file, relative to the spec file")
-    sha256: str | None = Field(None, pattern=SHA256_RE)
-    dtype: DType | None = None
+    allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
 
     @model_validator(mode="after")
-    def _hash(self) -> "ZooSource":
-        if self.weights is not None and self.sha256 is None:
-            raise ValueError("sha256: local weights need their sha256")
-        if self.weights is not None and not self.weights.endswith(".safetensors"):
-            raise ValueError("weights: only .safetensors files may ship with a spec")
+    def _safe(self) -> "TimmSource":
+        bad = sorted(set(self.kwargs) - TIMM_KWARGS)
+        if bad:
+            raise ValueError(f"kwargs: {', '.join(bad)} not allowed for timm (allowed: {', '.join(sorted(TIMM_KWARGS))})")
+        for key, value in self.kwargs.items():
+            ok = isinstance(value, (bool, int, float, str)) or (
+                isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) for v in value))
+            if not ok:
+                raise ValueError(f"kwargs.{key}: expected a number, a string or a short list of ints, got {type(value).__name__}")
+        if self.weights is not None:
+            if self.sha256 is None:
+                raise ValueError("sha256: local weights need their sha256")
+            if not self.weights.endswith(".safetensors"):
+                raise ValueError("weights: only .safetensors files may ship with a spec")
+            if self.pretrained:
+                raise ValueError("pretrained: give either pretrained: true or local weights, not both")
+        if self.pretrained and not self.allow_unpinned:
+            raise ValueError("pretrained: timm downloads unpinned weights; ship weights + sha256, or set allow_unpinned: true")
         return self
 
 
-ModelSource = Annotated[Union[HubSource, TimmSource, ZooSource], Field(discriminator="source")]
+class ZooSource(Transformable):
+    """A model role built by a registered factory (``@registry.contract.factory``) of an allowed
+    package, optionally loading weights: a local file or one file of a hub repository, mapped to
+    the factory's keys by ``convert``."""
+
+    source: Literal["zoo"]
+    factory: Target
+    config: ConsentFree = Field({}, description="keyword arguments of the factory, validated against its params model")
+    weights: str | HubFile | None = Field(
+        None, description="a local .safetensors (or .pt/.pth/.ckpt, read with weights_only) file relative to the spec file, or {hub, revision, filename, sha256}"
+    )
+    sha256: str | None = Field(None, pattern=SHA256_RE)
+    convert: Target | None = Field(
+        None, description='"pkg.module:fn" registered as a converter: fn(state_dict) -> state_dict with the factory\'s keys'
+    )
+    dtype: DType | None = None
+    allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
+
+    @model_validator(mode="after")
+    def _hash(self) -> "ZooSource":
+        if isinstance(self.weights, str):
+            if self.sha256 is None:
+                raise ValueError("sha256: local weights need their sha256")
+            if not self.weights.endswith(WEIGHT_SUFFIXES):
+                raise ValueError(f"weights: expected a file ending in {', '.join(WEIGHT_SUFFIXES)}")
+        elif isinstance(self.weights, HubFile) and self.sha256 is not None:
+            raise ValueError("sha256: a hub file carries its own sha256 (weights.sha256)")
+        if self.convert is not None and self.weights is None:
+            raise ValueError("convert: given without weights")
+        return self
+
+
+class RoleSource(Transformable):
+    """A role derived from another role of the same variant: a deep copy of that role's built
+    model, passed through ``transform`` (e.g. a quantised copy of the full-precision model)."""
+
+    doc_example: ClassVar[str] = """
+models:
+  dit: {kind: dit, variants: {toy: {source: zoo, factory: "my_plugin.toy:build_dit"}}}
+  dit-int8:
+    kind: dit
+    variants:
+      toy: {source: role, from_role: dit, transform: "my_plugin.quant:quantise", transform_config: {bits: 8}}
+"""
+
+    source: Literal["role"]
+    from_role: str = Field(description="the role whose built model is copied")
+    share: bool = Field(False, description="hand the transform the parent's object itself instead of a deep copy (it must not mutate it)")
+
+
+ModelSource = Annotated[Union[HubSource, TimmSource, ZooSource, RoleSource], Field(discriminator="source")]
 
 
 class ModelRole(Strict):
+    """A model role: one source per variant; a role may cover only some variants."""
+
+    doc_example: ClassVar[str] = """
+teacher:   # a training-only network: only the variant that trains has it
+  kind: causal-lm
+  variants: {train: {source: zoo, factory: "my_plugin.toy:build_teacher"}}
+"""
+
     kind: str = Field(description="free-form role kind, e.g. causal-lm, masked-diffusion-lm, unet, tokenizer")
     description: str | None = None
-    variants: dict[Name, ModelSource]
+    variants: dict[Name, ModelSource] = Field(
+        description="variant -> source; a role may have sources for only some variants (e.g. a training-only network)"
+    )
 
 
 class ProcedureSpec(Strict):
+    """A sampler or recipe: the Procedure class, its params, the roles it uses, what it produces."""
+
+    doc_example: ClassVar[str] = """
+recipes:
+  distill: {target: "my_plugin:Distill", roles: [teacher, student]}   # fails to build on a variant without teacher
+  train-sae: {target: "my_plugin:TrainSAE", produces: sae, params: {steps: 10}}
+"""
+
     target: Target
-    params: dict[str, Any] = {}
-    variant_params: dict[Name, dict[str, Any]] = Field(
+    params: ConsentFree = {}
+    variant_params: dict[Name, ConsentFree] = Field(
         {}, description="per-variant overrides of params, e.g. {full: {train_steps: 2000}}"
+    )
+    roles: list[str] | None = Field(
+        None, description="the model roles this procedure uses (default: all); building it on a variant lacking one is an error"
+    )
+    produces: str | None = Field(
+        None, description="a training recipe's output role: conformance reloads what it returns into that role's factory (strict)"
     )
     description: str | None = None
 
 
 class HardwareTarget(Strict):
+    """Where a variant runs, and whether it can run at all (``status``)."""
+
+    doc_example: ClassVar[str] = """
+hardware:
+  full:  {accelerator: cuda, min_memory_gb: 24, status: needs-training, recipe: train-sae,
+          reason: "the paper released no SAE weights"}
+  paper: {accelerator: cuda, status: declared-only, reason: "gated model; ImageNet is not available offline"}
+  toy:   {accelerator: cpu}
+"""
+
+    status: Literal["runnable", "needs-training", "declared-only"] = Field(
+        "runnable",
+        description="runnable; needs-training (weights come from `recipe`); declared-only (cannot be built: say why in `reason`)",
+    )
+    recipe: Name | None = Field(None, description="needs-training: the recipe that produces the missing weights")
+    reason: str | None = Field(None, description="why the variant is not runnable (gated model, no released weights, dataset offline)")
     accelerator: Accelerator = "cpu"
     min_memory_gb: float = Field(0.0, ge=0)
     dtypes: list[DType] = ["float32"]
     gpus: int = Field(1, ge=1, description="GPUs needed; >1 builds with accelerate device_map='auto'")
     tested_on: str | None = None
+
+    @model_validator(mode="after")
+    def _status(self) -> "HardwareTarget":
+        if self.status == "needs-training" and self.recipe is None:
+            raise ValueError("recipe: a needs-training variant names the recipe that produces its weights")
+        if self.status == "declared-only" and not self.reason:
+            raise ValueError("reason: a declared-only variant says why it cannot be built")
+        if self.status == "runnable" and self.recipe is not None:
+            raise ValueError("recipe: only a needs-training variant names a recipe")
+        return self
+
+    def refusal(self, variant: str) -> str | None:
+        """One line saying why ``variant`` cannot be loaded as is (None when runnable)."""
+        if self.status == "needs-training":
+            why = f" ({self.reason})" if self.reason else ""
+            return f"variant {variant} is needs-training{why}: its weights are produced by recipe {self.recipe!r} (load it with sampler={self.recipe!r} / zoo run --variant {variant} --sampler {self.recipe})"
+        if self.status == "declared-only":
+            return f"variant {variant} is declared-only: {self.reason}"
+        return None
 
 
 class Metric(Strict):
@@ -134,7 +400,7 @@ class Metric(Strict):
     tolerance: float | None = Field(None, ge=0)
     command: str | None = Field(None, description="the command that reproduces the number")
     check: Target | None = Field(None, description="callable(pipeline, **check_params) -> float re-checked by conformance")
-    check_params: dict[str, Any] = Field({}, description="keyword arguments of the check, e.g. {nfe: 6}")
+    check_params: ConsentFree = Field({}, description="keyword arguments of the check, e.g. {nfe: 6}")
     slow: bool = Field(False, description="too slow for the default conformance run")
     setting: dict[str, Any] = Field({}, description="conditions the number holds under, e.g. {nfe: 10, lanes: 4}")
     source: str | None = Field(None, description="where a reported number comes from (table, figure)")
@@ -202,18 +468,56 @@ class Spec(Strict):
         if extra_hw:
             raise ValueError(f"hardware: {', '.join(extra_hw)} not listed in variants")
         for role, model in self.models.items():
-            absent = [v for v in self.variants if v not in model.variants]
-            if absent:
-                raise ValueError(f"models.{role}.variants: no source for variant(s) {', '.join(absent)}")
+            unknown = [v for v in model.variants if v not in self.variants]
+            if unknown:
+                raise ValueError(f"models.{role}.variants: unknown variant(s) {', '.join(unknown)} (declared: {', '.join(self.variants)})")
+        for v in self.variants:
+            self.build_order(v)  # from_role: known roles, no cycles
+            hw = self.hardware[v]
+            if hw.recipe is not None and hw.recipe not in self.recipes:
+                raise ValueError(f"hardware.{v}.recipe: {hw.recipe!r} is not a recipe (have: {', '.join(self.recipes) or 'none'})")
         for section in (self.samplers, self.recipes):
             for pname, proc in section.items():
                 unknown = [v for v in proc.variant_params if v not in self.variants]
                 if unknown:
                     raise ValueError(f"{pname}.variant_params: unknown variant(s) {', '.join(unknown)}")
+                for role in [*(proc.roles or []), *([proc.produces] if proc.produces else [])]:
+                    if role not in self.models:
+                        raise ValueError(f"{pname}: unknown role {role!r} (roles: {', '.join(self.models) or 'none'})")
         for m in self.metrics:
             if m.variant not in self.variants:
                 raise ValueError(f"metrics: {m.name!r} refers to unknown variant {m.variant!r}")
         return self
+
+    def roles_of(self, variant: str) -> list[str]:
+        """Roles with a source for ``variant``."""
+        return [r for r, m in self.models.items() if variant in m.variants]
+
+    def build_order(self, variant: str) -> list[str]:
+        """Roles of ``variant`` so that every ``from_role`` parent comes before its child;
+        a ``from_role`` naming a role absent from the variant, or a cycle, is an error."""
+        order: list[str] = []
+        state: dict[str, int] = {}
+
+        def visit(role: str, path: list[str]) -> None:
+            if state.get(role) == 2:
+                return
+            if state.get(role) == 1:
+                cycle = path[path.index(role):] + [role]
+                raise ValueError(f"models.{role}.variants.{variant}.from_role: cycle {' -> '.join(cycle)}")
+            state[role] = 1
+            src = self.models[role].variants[variant]
+            if isinstance(src, RoleSource):
+                parent = src.from_role
+                if parent not in self.models or variant not in self.models[parent].variants:
+                    raise ValueError(f"models.{role}.variants.{variant}.from_role: role {parent!r} has no source for variant {variant}")
+                visit(parent, path + [role])
+            state[role] = 2
+            order.append(role)
+
+        for role in self.roles_of(variant):
+            visit(role, [])
+        return order
 
     def procedure(self, name: str) -> tuple[str, ProcedureSpec]:
         """``(section, spec)`` of a sampler or recipe."""

@@ -27,15 +27,15 @@ def tiny_remote_source(tmp_path_factory: pytest.TempPathFactory) -> HubSource:
 
 def test_remote_code_needs_the_caller_too(tiny_remote_source: HubSource) -> None:
     with pytest.raises(BuildError, match="pass trust_remote_code=True"):
-        build_model(tiny_remote_source, spec_dir=Path("."), trust_remote_code=False)
-    model = build_model(tiny_remote_source, spec_dir=Path("."), trust_remote_code=True)
+        build_model(tiny_remote_source, spec_dir=Path("."), trust_remote_code=False, allow_outside_paths=True)
+    model = build_model(tiny_remote_source, spec_dir=Path("."), trust_remote_code=True, allow_outside_paths=True)
     assert model.config.model_type == "qwen2"
 
 
 def test_remote_code_kill_switch(tiny_remote_source: HubSource, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZOO_DISABLE_REMOTE_CODE", "1")
     with pytest.raises(BuildError, match="ZOO_DISABLE_REMOTE_CODE"):
-        build_model(tiny_remote_source, spec_dir=Path("."), trust_remote_code=True)
+        build_model(tiny_remote_source, spec_dir=Path("."), trust_remote_code=True, allow_outside_paths=True)
 
 
 def test_unpinned_hub_id_is_rejected_by_the_schema() -> None:

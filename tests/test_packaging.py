@@ -12,8 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_heavy_stack_imports_together() -> None:
-    """torch + torchvision + timm + transformers + diffusers import in one process (the pinned set)."""
-    code = "import torch, torchvision, timm, transformers, diffusers; print(torch.__version__)"
+    """torch + torchvision + timm + transformers + diffusers + peft import in one process (the pinned set)."""
+    code = "import torch, torchvision, timm, transformers, diffusers, peft; print(torch.__version__)"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
 

@@ -18,24 +18,24 @@ from registry.resolve import allowed_packages, library_class, resolve
 )
 def test_dangerous_targets_are_refused(target: str) -> None:
     with pytest.raises(ResolveError):
-        resolve(target)
+        resolve(target, kind="factory")
 
 
 def test_refused_module_is_never_imported() -> None:
     sys.modules.pop("this_is_not_allowed_zz", None)
     with pytest.raises(ResolveError, match="not in the allowlist"):
-        resolve("this_is_not_allowed_zz:thing")
+        resolve("this_is_not_allowed_zz:thing", kind="factory")
     assert "this_is_not_allowed_zz" not in sys.modules
 
 
 def test_allowed_target_resolves() -> None:
     assert "zoo" in allowed_packages()
-    assert resolve("zoo_demo_plugin:GaussianSampler").__name__ == "GaussianSampler"
+    assert resolve("zoo_demo_plugin:GaussianSampler", kind="procedure").__name__ == "GaussianSampler"
 
 
 def test_module_is_not_a_callable() -> None:
     with pytest.raises(ResolveError):
-        resolve("zoo_demo_plugin:torch.nn")
+        resolve("zoo_demo_plugin:torch.nn", kind="factory")
 
 
 @given(st.from_regex(r"[a-z_]{1,8}(\.[a-z_]{1,8}){0,2}:[a-z_]{1,8}", fullmatch=True))
@@ -45,7 +45,7 @@ def test_random_targets_outside_allowlist_never_resolve(target: str) -> None:
     if top in allowed_packages():
         return
     with pytest.raises(ResolveError):
-        resolve(target)
+        resolve(target, kind="factory")
 
 
 def test_library_class_only_returns_library_classes() -> None:

@@ -42,8 +42,8 @@ def _type_name(tp: typing.Any) -> str:
 
 
 def _models() -> list[type[BaseModel]]:
-    order = ["Spec", "Paper", "ModelRole", "HubSource", "TinyCheckpoint", "TimmSource", "ZooSource",
-             "ProcedureSpec", "HardwareTarget", "Metric"]
+    order = ["Spec", "Paper", "ModelRole", "HubSource", "TinyCheckpoint", "Adapter", "TimmSource", "ZooSource",
+             "HubFile", "RoleSource", "ProcedureSpec", "HardwareTarget", "Metric"]
     return [getattr(spec_module, n) for n in order]
 
 
@@ -57,6 +57,9 @@ def reference() -> str:
     ]
     for model in _models():
         lines += [f"## `{model.__name__}`", "", (model.__doc__ or "").strip().replace("\n    ", " "), ""]
+        example = getattr(model, "doc_example", None)
+        if example:
+            lines += ["```yaml", example.strip("\n"), "```", ""]
         lines += ["| field | type | default | description |", "|---|---|---|---|"]
         for name, info in model.model_fields.items():
             default = "required" if info.is_required() else f"`{info.default!r}`"

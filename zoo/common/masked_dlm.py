@@ -325,15 +325,15 @@ class ConfidenceDecoding(TextSampler):
     ``tokens_per_step`` tokens per denoiser forward, optional semi-AR blocks. Model role: ``proposal``."""
 
     class Params(ProcedureParams):
-        max_new_tokens: int | None = Field(None, ge=1, description="None: the model's default, else 256")
-        tokens_per_step: int = Field(2, ge=1, description="tokens unmasked per denoiser forward (paper baseline: 2)")
-        block_length: int | None = Field(None, ge=1, description="semi-AR block length (None: one block)")
+        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
+        tokens_per_step: int = Field(2, ge=1, le=4096, description="tokens unmasked per denoiser forward (paper baseline: 2)")
+        block_length: int | None = Field(None, ge=1, le=4096, description="semi-AR block length (None: one block)")
         alg: Literal["low_confidence", "maskgit_plus", "topk_margin", "entropy"] = "entropy"
-        temperature: float = Field(0.0, ge=0)
+        temperature: float = Field(0.0, ge=0, le=100)
         top_p: float = Field(1.0, gt=0, le=1)
         stop_at_eos: bool = True
         chat_template: bool = True
-        mask_token_id: int | None = None
+        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
         shift_logits: bool | None = None
 
         @model_validator(mode="after")

@@ -41,7 +41,10 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+from pydantic import Field, model_validator
 from torch import nn
+
+from registry.contract import FactoryParams, factory
 
 Arch = Literal["relu", "topk", "batchtopk"]
 BDecInit = Literal["zeros", "mean", "geometric_median"]
@@ -209,6 +212,28 @@ class SparseAutoencoder(nn.Module):
         return {"d_in": self.d_in, "n_features": self.n_features, "arch": self.arch, "k": self.k}
 
 
+class SAEConfig(FactoryParams):
+    """``config`` of an SAE factory; sizes bounded (each matrix has ``d_in * n_features`` floats)."""
+
+    d_in: int = Field(384, ge=1, le=65_536)
+    n_features: int = Field(256, ge=1, le=262_144)
+    arch: Arch = "topk"
+    k: int = Field(8, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _size(self) -> "SAEConfig":
+        if self.d_in * self.n_features > 1 << 30:
+            raise ValueError(f"d_in * n_features = {self.d_in * self.n_features} exceeds 2**30 weights per matrix")
+        if self.k > self.n_features:
+            raise ValueError(f"k = {self.k} exceeds n_features = {self.n_features}")
+        return self
+
+
+class SeededSAEConfig(SAEConfig):
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+
+
+@factory(params=SeededSAEConfig)
 def build_sae(d_in: int = 384, n_features: int = 256, arch: Arch = "topk", k: int = 8, seed: int = 0) -> SparseAutoencoder:
     """Factory for specs (``source: zoo``): a standard-init SAE (weights are loaded by the engine)."""
     return SparseAutoencoder(d_in=d_in, n_features=n_features, arch=arch, k=k, seed=seed)

@@ -12,6 +12,8 @@ Metrics (``/work/shared/methods/gaussian-mixture-testbed.md`` section 1d):
 """
 from __future__ import annotations
 
+from registry.contract import metric_check
+
 import math
 from typing import Any
 
@@ -79,6 +81,7 @@ def _check_noise(proc: Any) -> torch.Tensor:
     return proc.draw_noise(CHECK_ROWS, CHECK_SEED)
 
 
+@metric_check
 def toy_path_error(pipeline: Any) -> float:
     """Metric check: median path error of the pipeline's default sampler (its spec params) on the
     fixed 256-row ``x_T`` set, against the exact PF-ODE solution (toy variant)."""
@@ -86,6 +89,7 @@ def toy_path_error(pipeline: Any) -> float:
     return evaluate(proc, _check_noise(proc))["path_err_median"]
 
 
+@metric_check
 def toy_nfe(pipeline: Any) -> float:
     """Metric check: model calls of one run, counted on the model (not read from the config)."""
     proc = as_procedure(pipeline)

@@ -5,12 +5,15 @@ seed 2026) and the exact PF-ODE of the toy mixture; they run in about a second.
 """
 from __future__ import annotations
 
+from registry.contract import metric_check
+
 from zoo.methods.diffusers_baselines.report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
 from zoo.methods.diffusers_baselines.sampler import DDIMSampler
 
 __all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim", "bench_ratio", "digits_ratio"]
 
 
+@metric_check
 def ddim_over_fddim(pipeline) -> float:
     """Median path error of diffusers' DDIM divided by F-DPMSolver's, at the pipeline's step count, on the
     same mixture and the same x_T (> 1 means F-DPMSolver is more accurate at equal NFE)."""
@@ -20,6 +23,7 @@ def ddim_over_fddim(pipeline) -> float:
     return evaluate(ddim, x_T)["path_err_median"] / evaluate(proc, x_T)["path_err_median"]
 
 
+@metric_check
 def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-DDIM") -> float:
     """Slow check: DDIM / ``sampler`` median path error on the ``grid`` (vp | edm) grid, ``mixture``
     (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in tools/bench_samplers.py
@@ -30,6 +34,7 @@ def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-D
     return r["DDIM"]["path_err"] / r[sampler]["path_err"]
 
 
+@metric_check
 def digits_ratio(pipeline, nfe: int, sampler: str = "F-DDIM") -> float:
     """Slow check (~50 s): on the digits UNet, DDIM / ``sampler`` median path error at ``nfe`` against the
     high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; all end at sigma(t=0))."""

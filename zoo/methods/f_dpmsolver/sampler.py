@@ -55,9 +55,9 @@ class FDPMSolverSampler(SchedulerSampler):
         data_mean: float | list[float] | None = Field(None, description="mu of first_eps=mean (scalar or per channel); None: the model's data mean (analytic toy)")
         timestep_spacing: Literal["linspace", "leading", "trailing"] = "linspace"
         use_karras_sigmas: bool = False
-        sigma_min: float | None = Field(None, gt=0)
-        sigma_max: float | None = Field(None, gt=0)
-        rho: float = Field(7.0, gt=0)
+        sigma_min: float | None = Field(None, ge=1e-6, le=1e4, description="floor 1e-6: log(sigma) must stay finite")
+        sigma_max: float | None = Field(None, ge=1e-6, le=1e4)
+        rho: float = Field(7.0, gt=0, le=100)
 
         @model_validator(mode="after")
         def _range(self):

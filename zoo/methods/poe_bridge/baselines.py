@@ -18,8 +18,8 @@ class ARDecoding(TextSampler):
     """Token-by-token decoding of the causal LM ``target``."""
 
     class Params(ProcedureParams):
-        max_new_tokens: int | None = Field(None, ge=1, description="None: the model's generation_config, else 256")
-        temperature: float = Field(0.0, ge=0)
+        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's generation_config, else 256")
+        temperature: float = Field(0.0, ge=0, le=100)
         top_p: float = Field(1.0, gt=0, le=1)
         chat_template: bool = True
 

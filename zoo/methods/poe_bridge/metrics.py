@@ -2,6 +2,8 @@
 with ``tools/bench_poe_bridge.py``."""
 from __future__ import annotations
 
+from registry.contract import metric_check
+
 import time
 from typing import Any
 
@@ -33,32 +35,46 @@ def evaluate(procedure: Any, n_problems: int = 64, digits: int = 3, seed0: int =
             "wall_s": wall, "tokens": tokens / n}
 
 
+def evaluate_once(pipeline: Any, sampler: str | None = None, n_problems: int = CHECK_PROBLEMS) -> dict[str, float]:
+    """:func:`evaluate` of one of the pipeline's samplers, computed once per pipeline
+    (``Pipeline.memo``): the accuracy, tokens-per-forward and forward-count checks share it."""
+    proc = pipeline.procedure if sampler is None else pipeline.samplers[sampler]
+    if not hasattr(pipeline, "memo"):  # a stand-in pipeline in a test
+        return evaluate(proc, n_problems)
+    return pipeline.memo(("poe_bridge.evaluate", sampler or pipeline.default, n_problems), lambda: evaluate(proc, n_problems))
+
+
+@metric_check
 def toy_accuracy(pipeline: Any) -> float:
     """Exact-match accuracy of the pipeline's default sampler on the 64 held-out toy additions."""
-    return evaluate(pipeline.procedure, CHECK_PROBLEMS)["accuracy"]
+    return evaluate_once(pipeline)["accuracy"]
 
 
+@metric_check
 def tokens_per_ar_forward(pipeline: Any) -> float:
     """New tokens per AR-target forward of the default sampler on the 64 held-out problems (deterministic
     for the fixed seeds; plain AR decoding gives 1.0)."""
-    r = evaluate(pipeline.procedure, CHECK_PROBLEMS)
+    r = evaluate_once(pipeline)
     return r["tokens"] / r["ar_forwards"]
 
 
+@metric_check
 def dlm_forwards_per_problem(pipeline: Any) -> float:
     """DLM forwards per problem of the default sampler on the 64 held-out problems."""
-    return evaluate(pipeline.procedure, CHECK_PROBLEMS)["dlm_forwards"]
+    return evaluate_once(pipeline)["dlm_forwards"]
 
 
+@metric_check
 def toy_accuracy_vs_ar(pipeline: Any) -> float:
     """Accuracy of the default sampler divided by that of plain greedy AR decoding of the same target."""
     from .baselines import ARDecoding
 
     ar = ARDecoding(models={"target": pipeline.models["target"]}, params=ARDecoding.Params(), device="cpu")
     base = evaluate(ar, CHECK_PROBLEMS)["accuracy"]
-    return evaluate(pipeline.procedure, CHECK_PROBLEMS)["accuracy"] / base if base else float("nan")
+    return evaluate_once(pipeline)["accuracy"] / base if base else float("nan")
 
 
+@metric_check
 def forward_count_speedup_vs_dlm_decoding(pipeline: Any) -> float:
     """Forwards of standard DLM decoding (entropy, 2 tokens/step) over DLM + AR forwards of the default
     sampler: the speedup when both models cost the same per forward."""
@@ -67,10 +83,11 @@ def forward_count_speedup_vs_dlm_decoding(pipeline: Any) -> float:
     dlm = ConfidenceDecoding(models={"proposal": pipeline.models["proposal"]},
                              params=ConfidenceDecoding.Params(tokens_per_step=2, alg="entropy"), device="cpu")
     base = evaluate(dlm, CHECK_PROBLEMS)["dlm_forwards"]
-    r = evaluate(pipeline.procedure, CHECK_PROBLEMS)
+    r = evaluate_once(pipeline)
     return base / (r["dlm_forwards"] + r["ar_forwards"])
 
 
+@metric_check
 def direct_is_accuracy(pipeline: Any) -> float:
     """Accuracy of the no-bridge baseline sampler ``direct-is`` of the spec."""
-    return evaluate(pipeline.samplers["direct-is"], CHECK_PROBLEMS)["accuracy"]
+    return evaluate_once(pipeline, "direct-is")["accuracy"]

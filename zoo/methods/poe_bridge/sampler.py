@@ -117,13 +117,13 @@ class PoEBridgeSampler(TextSampler):
 
     class Params(ProcedureParams):
         mixture_weight: float = Field(0.3, ge=0, le=1, description="PoE weight w on the DLM (0: AR, 1: DLM)")
-        n_lanes: int = Field(4, ge=1, description="K parallel draft lanes")
-        n_low_temp: int = Field(1, ge=1, description="lanes at the low temperature (n_low)")
-        temp_low: float = Field(0.2, gt=0)
-        temp_high: float = Field(0.7, gt=0)
+        n_lanes: int = Field(4, ge=1, le=64, description="K parallel draft lanes")
+        n_low_temp: int = Field(1, ge=1, le=64, description="lanes at the low temperature (n_low)")
+        temp_low: float = Field(0.2, gt=0, le=100)
+        temp_high: float = Field(0.7, gt=0, le=100)
         anneal_temp: bool = True
-        verify_window: int = Field(32, ge=1, description="V: positions verified per AR forward")
-        max_lookahead: int = Field(256, ge=1, description="M: masked positions per DLM forward")
+        verify_window: int = Field(32, ge=1, le=4096, description="V: positions verified per AR forward")
+        max_lookahead: int = Field(256, ge=1, le=4096, description="M: masked positions per DLM forward")
         top_p: float = Field(0.95, gt=0, le=1, description="nucleus truncation of the drafts")
         lane_choice: Literal["multinomial_exact", "argmax_logit_diff"] = Field(
             "multinomial_exact", description="paper's importance resampling, or the repository's best-of-K"
@@ -133,10 +133,10 @@ class PoEBridgeSampler(TextSampler):
         stage1: Literal["speculative", "none"] = Field(
             "speculative", description="'none': the no-bridge baseline, direct D -> A importance sampling of whole "
             "drafted windows (every draft kept, lanes weighed by p_A / q)")
-        max_new_tokens: int | None = Field(None, ge=1, description="None: the target's generation_config, else 256")
-        vocab_limit: int | None = Field(None, ge=1, description="shared vocabulary prefix (Dream: 151667)")
+        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the target's generation_config, else 256")
+        vocab_limit: int | None = Field(None, ge=1, le=10_000_000, description="shared vocabulary prefix (Dream: 151667)")
         chat_template: bool = True
-        mask_token_id: int | None = None
+        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
         shift_logits: bool | None = Field(None, description="None: infer (True for Dream)")
 
         @model_validator(mode="after")

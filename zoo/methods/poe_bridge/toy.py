@@ -6,8 +6,10 @@ Dream), both trained in-repo by ``tools/train_poe_bridge_toy.py`` on the step-by
 from __future__ import annotations
 
 import torch
+from pydantic import Field
 from torch import nn
 
+from registry.contract import FactoryParams, factory
 from zoo.common.toy_text import ArithTokenizer
 
 TOY_MAX_NEW_TOKENS = 40  # answer (33 tokens for 3 digits) + EOS padding, the DLM's training length
@@ -16,6 +18,30 @@ AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num
 DLM_CONFIG = dict(d_model=64, n_layers=2, n_heads=4, d_ff=192, max_len=64)
 
 
+class ToyARConfig(FactoryParams):
+    """``config`` of :func:`build_ar` (bounded: the toy runs on a CPU)."""
+
+    digits: int = Field(3, ge=1, le=9)
+    hidden_size: int = Field(AR_CONFIG["hidden_size"], ge=8, le=4096)
+    intermediate_size: int = Field(AR_CONFIG["intermediate_size"], ge=8, le=16384)
+    num_hidden_layers: int = Field(AR_CONFIG["num_hidden_layers"], ge=1, le=64)
+    num_attention_heads: int = Field(AR_CONFIG["num_attention_heads"], ge=1, le=64)
+    num_key_value_heads: int = Field(AR_CONFIG["num_key_value_heads"], ge=1, le=64)
+    max_position_embeddings: int = Field(AR_CONFIG["max_position_embeddings"], ge=8, le=8192)
+
+
+class ToyDLMConfig(FactoryParams):
+    """``config`` of :func:`build_dlm`."""
+
+    digits: int = Field(3, ge=1, le=9)
+    d_model: int = Field(DLM_CONFIG["d_model"], ge=8, le=4096)
+    n_layers: int = Field(DLM_CONFIG["n_layers"], ge=1, le=64)
+    n_heads: int = Field(DLM_CONFIG["n_heads"], ge=1, le=64)
+    d_ff: int = Field(DLM_CONFIG["d_ff"], ge=8, le=16384)
+    max_len: int = Field(DLM_CONFIG["max_len"], ge=8, le=8192)
+
+
+@factory(params=ToyARConfig)
 def build_ar(digits: int = 3, **config) -> nn.Module:
     """Tiny ``Qwen2ForCausalLM`` over the toy tokenizer (random init; weights come from the spec)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -56,6 +82,7 @@ class TinyMaskedLM(nn.Module):
         return self.head(self.norm(self.encoder(h)))
 
 
+@factory(params=ToyDLMConfig)
 def build_dlm(digits: int = 3, **config) -> nn.Module:
     tok = ArithTokenizer(digits)
     cfg = dict(DLM_CONFIG)

@@ -50,23 +50,23 @@ class FeatureDeathReport(Procedure):
     kind = "analysis"
 
     class Params(ProcedureParams):
-        layer: int = Field(3, ge=0, description="hidden_states index (0 = embeddings)")
-        n_docs: int = Field(300, ge=1, description="documents of lee_background.cor to encode")
-        max_length: int = Field(128, ge=8, description="tokens per document")
-        max_tokens: int = Field(20_000, ge=64, description="eval tokens (N_eval of the closed forms)")
-        n_features: int = Field(3072, ge=8, description="SAE width F (8 x d for MiniLM)")
-        k: int = Field(32, ge=1, description="TopK k")
-        outlier_dim: int = Field(0, ge=0)
-        magnitudes: tuple[float, ...] = DEFAULT_MAGNITUDES
-        preprocessings: tuple[dg.Preprocess, ...] = ("mean", "geometric_median", "pca_whiten", "layernorm")
-        sae_seed: int = 0
+        layer: int = Field(3, ge=0, le=128, description="hidden_states index (0 = embeddings)")
+        n_docs: int = Field(300, ge=1, le=100_000, description="documents of lee_background.cor to encode")
+        max_length: int = Field(128, ge=8, le=8192, description="tokens per document")
+        max_tokens: int = Field(20_000, ge=64, le=10_000_000, description="eval tokens (N_eval of the closed forms)")
+        n_features: int = Field(3072, ge=8, le=262_144, description="SAE width F (8 x d for MiniLM)")
+        k: int = Field(32, ge=1, le=4096, description="TopK k")
+        outlier_dim: int = Field(0, ge=0, le=100_000)
+        magnitudes: tuple[float, ...] = Field(DEFAULT_MAGNITUDES, min_length=1, max_length=32)
+        preprocessings: tuple[dg.Preprocess, ...] = Field(("mean", "geometric_median", "pca_whiten", "layernorm"), max_length=16)
+        sae_seed: int = Field(0, ge=0, le=2**63 - 1)
         dec_init: Literal["gaussian", "uniform"] = Field(
             "gaussian", description="decoder-column init: isotropic (the closed forms' assumption) or U(-1,1) entries")
 
     class CliInputs(BaseCliInputs):
         out: OutPath = "sae-feature-death.png"
-        layer: int | None = None
-        max_tokens: int | None = None
+        layer: int | None = Field(None, ge=0, le=128)
+        max_tokens: int | None = Field(None, ge=64, le=10_000_000)
         magnitudes: str | None = None  # comma-separated
 
     def _acts(self, texts: list[str] | None, layer: int, max_tokens: int) -> torch.Tensor:
@@ -212,21 +212,21 @@ class CentredTraining(Procedure):
     kind = "training"
 
     class Params(ProcedureParams):
-        layer: int = Field(3, ge=0)
-        n_docs: int = Field(300, ge=1)
-        max_length: int = Field(128, ge=8)
-        n_train: int = Field(30_000, ge=64)
-        n_eval: int = Field(6_000, ge=64)
-        n_features: int = Field(768, ge=8)
-        k: int = Field(8, ge=1)
-        steps: int = Field(1800, ge=1)
-        batch_size: int = Field(256, ge=1)
-        lr: float = Field(1e-3, gt=0)
-        auxk_alpha: float = Field(1 / 32, ge=0, description="AuxK coefficient for the '+auxk' runs")
-        auxk_dead_tokens: int = Field(25_600, ge=1, description="tokens without firing before AuxK counts a latent dead")
-        outlier_dim: int = Field(0, ge=0)
-        magnitudes: tuple[float, ...] = (0.0, 40.0, 160.0)
-        b_dec_inits: tuple[Literal["zeros", "mean", "geometric_median", "zeros+auxk"], ...] = ("zeros", "mean")
+        layer: int = Field(3, ge=0, le=128)
+        n_docs: int = Field(300, ge=1, le=100_000)
+        max_length: int = Field(128, ge=8, le=8192)
+        n_train: int = Field(30_000, ge=64, le=10_000_000)
+        n_eval: int = Field(6_000, ge=64, le=10_000_000)
+        n_features: int = Field(768, ge=8, le=262_144)
+        k: int = Field(8, ge=1, le=4096)
+        steps: int = Field(1800, ge=1, le=1_000_000)
+        batch_size: int = Field(256, ge=1, le=65_536)
+        lr: float = Field(1e-3, gt=0, le=10)
+        auxk_alpha: float = Field(1 / 32, ge=0, le=100, description="AuxK coefficient for the '+auxk' runs")
+        auxk_dead_tokens: int = Field(25_600, ge=1, le=10**9, description="tokens without firing before AuxK counts a latent dead")
+        outlier_dim: int = Field(0, ge=0, le=100_000)
+        magnitudes: tuple[float, ...] = Field((0.0, 40.0, 160.0), min_length=1, max_length=32)
+        b_dec_inits: tuple[Literal["zeros", "mean", "geometric_median", "zeros+auxk"], ...] = Field(("zeros", "mean"), min_length=1, max_length=8)
 
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
                  steps: int | None = None, n_train: int | None = None, n_eval: int | None = None,

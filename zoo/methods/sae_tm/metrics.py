@@ -3,6 +3,8 @@ helpers of ``tools/bench_sae_tm.py``: NPMI coherence of top-10 words with docume
 on the 300 full lee_background.cor documents, and top-25 unique-word diversity."""
 from __future__ import annotations
 
+from registry.contract import metric_check
+
 from typing import Any
 
 import numpy as np
@@ -36,16 +38,19 @@ def _sae_tm(pipeline: Any, n: int) -> dict[str, float]:
     return evaluate(out["topic_word"], proc._fit["vocab"])
 
 
+@metric_check
 def npmi_10_topics(pipeline: Any) -> float:
     """Mean NPMI of SAE-TM's 10 topics on lee_background (toy variant)."""
     return _sae_tm(pipeline, 10)["npmi"]
 
 
+@metric_check
 def diversity_10_topics(pipeline: Any) -> float:
     """Top-25 unique-word diversity of SAE-TM's 10 topics (toy variant)."""
     return _sae_tm(pipeline, 10)["diversity"]
 
 
+@metric_check
 def newsgroup_purity_2_topics(pipeline: Any) -> float:
     """Purity of the argmax of a 2-topic merge against the alt.atheism / sci.space labels of
     gensim's mini_newsgroup (200 posts, headers stripped), stage 2 refit on these posts, seed 0."""

@@ -10,8 +10,6 @@ keyed by the texts and the encoder, because encoding the corpus takes ~1-2 min o
 from __future__ import annotations
 
 import hashlib
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +17,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs
-from registry.contract import cache_dir
+from registry.contract import cached_artifact
 from registry.contract import Procedure, ProcedureParams
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
@@ -34,32 +32,16 @@ def default_corpus(n_docs: int | None = None, sentences_per_passage: int = 2) ->
     return passages(lee_background(n_docs), sentences_per_passage)
 
 
-def _cache_dir() -> Path:
-    return cache_dir("sae-tm")
-
-
 def cached_embeddings(encoder: Any, texts: list[str], *, max_length: int = 256, batch_size: int = 32,
                       progress: bool = False, use_cache: bool = True) -> torch.Tensor:
     """Sentence embeddings (mean pooling + L2 norm) of ``texts``, cached in a safetensors file."""
     ident = getattr(encoder, "path", None) or getattr(getattr(encoder, "config", None), "_name_or_path", "") or type(encoder).__name__
-    h = hashlib.sha256(("\x00".join(texts) + f"|{ident}|{max_length}").encode()).hexdigest()[:24]
-    path = _cache_dir() / f"emb-{h}.safetensors"
-    if use_cache and path.exists():
-        from safetensors.torch import load_file
 
-        return load_file(str(path))["emb"]
-    emb = sentence_embeddings(encoder, texts, max_length=max_length, batch_size=batch_size, progress=progress)
-    if use_cache:
-        from safetensors.torch import save_file
+    def produce() -> dict[str, torch.Tensor]:
+        return {"emb": sentence_embeddings(encoder, texts, max_length=max_length, batch_size=batch_size, progress=progress)}
 
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            save_file({"emb": emb.contiguous()}, str(tmp))
-            os.replace(tmp, path)
-        except OSError:
-            pass
-    return emb
+    return cached_artifact(["sae-tm-emb", str(ident), max_length, texts], produce, "safetensors",
+                           namespace="sae-tm", use_cache=use_cache)["emb"]
 
 
 class SAETopicModel(Procedure):
@@ -73,23 +55,23 @@ class SAETopicModel(Procedure):
     kind = "analysis"
 
     class Params(ProcedureParams):
-        n_topics: int = Field(10, ge=1)
+        n_topics: int = Field(10, ge=1, le=1000)
         tau: float = Field(0.9, gt=0, le=1, description="top-mass kept per atom before merging")
         pi: float = Field(0.3, ge=0, lt=1, description="fixed background mixing weight")
         idf: bool = True
-        epochs: int = Field(50, ge=1)
-        lr: float = Field(1e-2, gt=0)
-        batch_size: int = Field(128, ge=1)
-        top_words: int = Field(10, ge=1)
-        min_df: int = Field(3, ge=1)
-        max_features: int = Field(5000, ge=10)
-        sentences_per_passage: int = Field(2, ge=1)
-        train_steps: int = Field(0, ge=0, description="train the SAE first (full variant: no shipped SAE)")
-        train_k: int = Field(32, ge=1)
+        epochs: int = Field(50, ge=1, le=10_000)
+        lr: float = Field(1e-2, gt=0, le=10)
+        batch_size: int = Field(128, ge=1, le=65_536)
+        top_words: int = Field(10, ge=1, le=1000)
+        min_df: int = Field(3, ge=1, le=1_000_000)
+        max_features: int = Field(5000, ge=10, le=1_000_000)
+        sentences_per_passage: int = Field(2, ge=1, le=1000)
+        train_steps: int = Field(0, ge=0, le=1_000_000, description="train the SAE first (full variant: no shipped SAE)")
+        train_k: int = Field(32, ge=1, le=4096)
 
     class CliInputs(BaseCliInputs):
-        topics: int = 10
-        top_words: int = 10
+        topics: int = Field(10, ge=1, le=1000)
+        top_words: int = Field(10, ge=1, le=1000)
 
     def __init__(self, models: Any, params: Any, device: Any = "cpu", dtype: Any = None):
         super().__init__(models, params, device, dtype)

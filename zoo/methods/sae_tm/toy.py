@@ -3,15 +3,18 @@ trained on its sentence embeddings of lee_background.cor passages by
 ``tools/train_sae_tm_toy.py`` (weights ``specs/weights/sae-tm-minilm-topk256.safetensors``)."""
 from __future__ import annotations
 
+from registry.contract import factory
 from zoo.common.activations import MiniLMEncoder, build_minilm_encoder
-from zoo.common.sae import SparseAutoencoder
+from zoo.common.sae import SAEConfig, SparseAutoencoder
 
 
+@factory
 def build_minilm() -> MiniLMEncoder:
     """Factory for role ``encoder`` (toy variant)."""
     return build_minilm_encoder()
 
 
+@factory(params=SAEConfig)
 def build_sae(d_in: int = 384, n_features: int = 256, arch: str = "topk", k: int = 8) -> SparseAutoencoder:
     """Factory for role ``sae``: the engine loads the shipped safetensors into it (strict)."""
     return SparseAutoencoder(d_in=d_in, n_features=n_features, arch=arch, k=k)  # type: ignore[arg-type]
