@@ -392,22 +392,33 @@ def test_a_failing_factory_is_one_line_naming_the_config(tmp_path: Path) -> None
     assert "\n" not in str(exc.value)
 
 
-def _numeric_fields_without_upper_bound(model: Any) -> list[str]:
-    """Fields holding an int/float without ``le``/``lt``, or a list/tuple without ``max_length``."""
+def _is_bounded(tp: Any, metadata: list[Any]) -> bool:
+    """An int/float needs ``le``/``lt``, a list/tuple ``max_length``; unions need every member bounded."""
+    import types
+    import typing
+
     import annotated_types
 
-    out = []
-    for name, info in model.model_fields.items():
-        ann = str(info.annotation)
-        if info.annotation is bool or "Literal" in ann and not any(t in ann for t in ("int |", "float |")):
-            continue
-        if ann.startswith(("list", "tuple", "typing.List", "typing.Tuple")) or "list[" in ann or "tuple[" in ann:
-            if not any(isinstance(m, annotated_types.MaxLen) for m in info.metadata):
-                out.append(name)
-        elif "int" in ann or "float" in ann:
-            if not any(isinstance(m, (annotated_types.Le, annotated_types.Lt)) for m in info.metadata):
-                out.append(name)
-    return out
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        from pydantic.fields import FieldInfo
+
+        extra = [m2 for m in tp.__metadata__ for m2 in (m.metadata if isinstance(m, FieldInfo) else [m])]
+        return _is_bounded(args[0], [*metadata, *extra])
+    if origin in (typing.Union, types.UnionType):
+        return all(_is_bounded(a, metadata) for a in args)
+    if tp in (bool, str, type(None)) or origin is typing.Literal:
+        return True
+    if tp in (int, float):
+        return any(isinstance(m, (annotated_types.Le, annotated_types.Lt)) for m in metadata)
+    if origin in (list, tuple) or tp in (list, tuple):
+        return any(isinstance(m, annotated_types.MaxLen) for m in metadata)
+    return True  # other types (models, callables) are not sizes
+
+
+def _numeric_fields_without_upper_bound(model: Any) -> list[str]:
+    """Fields holding an int/float without ``le``/``lt``, or a list/tuple without ``max_length``."""
+    return [name for name, info in model.model_fields.items() if not _is_bounded(info.annotation, list(info.metadata))]
 
 
 def test_every_size_of_every_builtin_procedure_and_factory_is_bounded() -> None:

@@ -9,7 +9,7 @@ order-1 look-ahead ("F-DDIM"), ``e_0 := x_T`` (N model calls for N steps), the L
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field, model_validator
@@ -18,6 +18,8 @@ from registry.contract import ProcedureParams
 from zoo.methods.diffusers_baselines.sampler import SchedulerSampler, _vp_config, run_scheduler
 
 from .scheduler import FDPMSolverScheduler, _to_eps_x0
+
+BoundedFloat = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
 
 
 def model_data_mean(model: Any) -> float | list[float]:
@@ -52,7 +54,7 @@ class FDPMSolverSampler(SchedulerSampler):
         num_inference_steps: int = Field(10, ge=1, le=1000, description="N steps (= N model calls unless first_eps=evaluate)")
         solver_order: int = Field(1, ge=1, le=3, description="look-ahead predictor order p (1 = F-DDIM)")
         first_eps: Literal["approx", "mean", "evaluate"] = Field("approx", description="first history entry: x_T (paper), data-mean prior, or one extra model call")
-        data_mean: float | list[float] | None = Field(None, description="mu of first_eps=mean (scalar or per channel); None: the model's data mean (analytic toy)")
+        data_mean: BoundedFloat | Annotated[list[BoundedFloat], Field(min_length=1, max_length=64)] | None = Field(None, description="mu of first_eps=mean (scalar or per channel); None: the model's data mean (analytic toy)")
         timestep_spacing: Literal["linspace", "leading", "trailing"] = "linspace"
         use_karras_sigmas: bool = False
         sigma_min: float | None = Field(None, ge=1e-6, le=1e4, description="floor 1e-6: log(sigma) must stay finite")
