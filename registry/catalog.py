@@ -193,6 +193,31 @@ class _IndexCache:
             pass
 
 
+def package_dirs(module: str) -> list[str]:
+    """The folders of package ``module`` ("pkg.specs"), found on ``sys.path`` without importing it or
+    its parents: ``importlib.util.find_spec("pkg.specs")`` imports ``pkg`` (its ``__init__`` may
+    import torch), which made ``zoo list`` take 10-16 s with a plugin installed."""
+    import sys
+    from importlib.machinery import PathFinder
+    from importlib.util import find_spec
+
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return list(getattr(loaded, "__path__", []) or [])
+    top, *rest = module.split(".")
+    try:
+        found = find_spec(top)  # a top-level name is located, not imported (any finder: editable installs too)
+    except (ImportError, ValueError):
+        return []
+    for part in rest:
+        if found is None or found.submodule_search_locations is None:
+            return []
+        found = PathFinder.find_spec(part, list(found.submodule_search_locations))
+    if found is None or found.submodule_search_locations is None:
+        return []
+    return list(found.submodule_search_locations)
+
+
 def _natural(s: str) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
@@ -224,18 +249,21 @@ class Catalog:
         self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
             origin = f"entry point {ep.name} ({ep.value})"
-            try:  # a plugin whose package fails to import is one BROKEN line, never a crash
-                found = find_spec(ep.value)
-                if found is None:
-                    raise ModuleNotFoundError(f"no module named {ep.value!r}")
-            except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
-                from .resolve import one_line_import_error
+            dirs = package_dirs(ep.value)  # located without importing the plugin (zoo list stays torch-free)
+            if not dirs:  # not found that way: importing names the reason, as one BROKEN line
+                try:
+                    found = find_spec(ep.value)
+                    if found is None or not found.submodule_search_locations:
+                        raise ModuleNotFoundError(f"no module named {ep.value!r}")
+                    dirs = list(found.submodule_search_locations)
+                except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
+                    from .resolve import one_line_import_error
 
-                err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
-                                Location(None, None, None, f"plugin {ep.name}"))
-                self._source_errors.append(Entry(Path(ep.value), origin, error=err))
-                continue
-            for loc in list(found.submodule_search_locations or []):
+                    err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
+                                    Location(None, None, None, f"plugin {ep.name}"))
+                    self._source_errors.append(Entry(Path(ep.value), origin, error=err))
+                    continue
+            for loc in dirs:
                 out.append((Path(loc), origin))
         for raw in os.environ.get("ZOO_SPECS_PATH", "").split(os.pathsep):
             if raw.strip():

@@ -26,6 +26,7 @@ from typing import Any
 
 from .catalog import Entry
 from .errors import ParamError, ZooError
+from .metrics_store import record_key
 from .spec import HubFile, HubSource, Spec, TimmSource, ZooSource
 
 
@@ -45,7 +46,7 @@ class Check:
 def load_hypothesis_profile(slow: bool = False) -> None:
     from hypothesis import HealthCheck, settings
 
-    common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+    common = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
     settings.register_profile("ci", max_examples=20, derandomize=True, **common)
     settings.register_profile("nightly", max_examples=400, **common)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "nightly" if slow else "ci"))
@@ -95,6 +96,8 @@ def assert_same(a: Any, b: Any, *, exact: bool = True, path: str = "result") -> 
 
 
 # ----------------------------------------------------------------------------- helpers
+#: check id -> (spec name, metric, value, spec file, device) of the last metric re-measurement
+measured: dict[str, tuple[str, Any, float, str, str]] = {}
 _pipelines: dict[tuple[str, str, str, str | None], Any] = {}
 
 
@@ -442,9 +445,9 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
     for m in spec.metrics:
         if m.kind != "reproduced":
             continue
-        mid = f"{name}::metric[{m.name}@{m.dataset}/{m.variant}]"
+        mid = f"{name}::metric[{record_key(m)}]"  # the setting tells apart same-named metrics
 
-        def metric(m: Any = m) -> None:
+        def metric(m: Any = m, mid: str = mid) -> None:
             from .resolve import resolve
 
             if m.check is None:
@@ -457,7 +460,8 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             if refusal:
                 raise Skipped(refusal)
             resolve(m.check, kind="metric_check")
-            value = _pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params)
+            value = float(_pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params))
+            measured[mid] = (spec.name, m, value, str(entry.path), target.device)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )
@@ -533,21 +537,57 @@ def _has_submodule(package: str, sub: str) -> bool:
         return False
 
 
-def run_check(check: Check) -> tuple[str, str, float]:
+def _failure_line(exc: BaseException) -> str:
+    """One line for one exception: the assertion message, or ``Type: message (file:line)`` for a crash."""
+    if isinstance(exc, (AssertionError, ZooError)):
+        return " ".join(str(exc).split()) or type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}{where}"
+
+
+def _notes(exc: BaseException, indent: str) -> list[str]:
+    """Hypothesis' notes (falsifying example, explanation, ``@reproduce_failure`` blob), indented."""
+    lines: list[str] = []
+    for note in getattr(exc, "__notes__", None) or []:
+        lines += [indent + ln for ln in str(note).strip("\n").splitlines() if ln.strip()]
+    return lines
+
+
+def format_failure(exc: BaseException, debug: bool = False) -> str:
+    """A failed check's message: the assertion message on the first line, then each failing example
+    Hypothesis found (an ``ExceptionGroup`` holds one per distinct failure) with its notes; with
+    ``debug`` the full traceback follows."""
+    if isinstance(exc, BaseExceptionGroup):
+        subs: list[BaseException] = []
+
+        def flatten(group: BaseExceptionGroup) -> None:  # type: ignore[type-arg]
+            for sub in group.exceptions:
+                flatten(sub) if isinstance(sub, BaseExceptionGroup) else subs.append(sub)
+
+        flatten(exc)
+        lines = [f"{len(subs)} distinct failures: " + "; ".join(_failure_line(e) for e in subs)]
+        for i, sub in enumerate(subs, 1):
+            lines += [f"    [{i}] {_failure_line(sub)}", *_notes(sub, "        ")]
+        lines += _notes(exc, "    ")
+    else:
+        lines = [_failure_line(exc), *_notes(exc, "    ")]
+    if debug:  # the traceback repeats the notes (falsifying examples, blob) under each exception
+        lines = lines[:1] + ["    " + ln for ln in "".join(traceback.format_exception(exc)).rstrip().splitlines() if ln.strip()]
+    return "\n".join(lines)
+
+
+def run_check(check: Check, debug: bool = False) -> tuple[str, str, float]:
     """``(status, message, seconds)`` with status PASS / FAIL / SKIP (wall-clock seconds; the CPU
-    seconds of the last call are in :data:`LAST_CPU`)."""
-    global LAST_CPU
+    seconds of the last call are in :data:`LAST_CPU`); a failure's message is :func:`format_failure`
+    (first line a summary, then falsifying examples; traceback if ``debug``)."""
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         check.fn()
     except Skipped as exc:
         return "SKIP", str(exc), _elapsed(t0, c0)
-    except (AssertionError, ZooError) as exc:
-        msg = " ".join(str(exc).split()) or type(exc).__name__
-        return "FAIL", msg, _elapsed(t0, c0)
     except Exception as exc:  # noqa: BLE001 - report any crash as a failure with its origin
-        tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return "FAIL", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]} ({tb.filename}:{tb.lineno})", _elapsed(t0, c0)
+        return "FAIL", format_failure(exc, debug), _elapsed(t0, c0)
     return "PASS", "", _elapsed(t0, c0)
 
 
@@ -599,36 +639,76 @@ class SpecTiming:
 
 def run_checks(
     entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
-    allow_remote_code_stub: bool = False, budget: float | None = None,
+    allow_remote_code_stub: bool = False, budget: float | None = None, debug: bool = False, record: bool = False,
 ) -> bool:
-    """Run every check of ``entries``; print one line per check, then per spec its time total and
-    five slowest checks; True if none failed. With ``budget`` (CPU seconds), a spec whose default
-    (non-slow) checks cost more fails."""
+    """Run every check of ``entries``; print ``[k/N] STATUS id`` per check (failures always, the rest
+    when ``verbose``; on a TTY a quiet run shows a progress bar instead), then per spec its time total
+    and five slowest checks, and a per-spec table; True if none failed. With ``budget`` (CPU seconds),
+    a spec whose default (non-slow) checks cost more fails. ``record`` stores each re-measured metric
+    (see :mod:`registry.metrics_store`)."""
     load_hypothesis_profile(slow)
+    plan = [c for e in entries for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
+            if not only or only in c.id]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    timings: list[SpecTiming] = []
-    over: list[str] = []
-    for entry in entries:
-        timing = SpecTiming(entry.name)
-        default_cpu = 0.0
-        for check in checks_for(entry, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub):
-            if only and only not in check.id:
-                continue
-            status, msg, secs = run_check(check)
-            timing.add(check.id, secs, LAST_CPU)
-            default_cpu += 0.0 if check.slow else LAST_CPU
-            counts[status] += 1
-            if verbose or status == "FAIL":
-                print(f"{status}  {check.id}  ({secs:.1f}s)" + (f"  {msg}" if msg else ""), flush=True)
-        if timing.checks:
-            timings.append(timing)
-            print(timing.summary(budget), flush=True)
-            if budget is not None and default_cpu > budget:
-                over.append(f"{entry.name} ({default_cpu:.1f}s CPU > {budget:g}s)")
-    total_wall, total_cpu = sum(t.wall for t in timings), sum(t.cpu for t in timings)
+    timings: dict[str, SpecTiming] = {}
+    default_cpu: dict[str, float] = {}
+    per_spec: dict[str, dict[str, float]] = {}
+    bar = _progress(len(plan), enabled=not verbose)
+    width = len(str(len(plan)))
+    for k, check in enumerate(plan, 1):
+        if bar is not None:
+            bar.set_description(check.id[:60], refresh=False)
+        status, msg, secs = run_check(check, debug=debug)
+        timings.setdefault(check.spec, SpecTiming(check.spec)).add(check.id, secs, LAST_CPU)
+        default_cpu[check.spec] = default_cpu.get(check.spec, 0.0) + (0.0 if check.slow else LAST_CPU)
+        if check.id in measured:
+            _record(check.id, status, record)
+        counts[status] += 1
+        row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0})
+        row[status] += 1
+        row["seconds"] += secs
+        if bar is not None:
+            bar.update(1)
+        if verbose or status == "FAIL":
+            line = f"[{k:>{width}}/{len(plan)}] {status}  {check.id}  ({secs:.1f}s)" + (f"  {msg}" if msg else "")
+            (bar.write(line) if bar is not None else print(line, flush=True))
+    if bar is not None:
+        bar.close()
+    over = [f"{n} ({c:.1f}s CPU > {budget:g}s)" for n, c in default_cpu.items() if budget is not None and c > budget]
+    for timing in timings.values():
+        print(timing.summary(budget), flush=True)
+    if len(per_spec) > 1 or verbose:
+        name_w = max([len(n) for n in per_spec] + [4])
+        print(f"{'spec':<{name_w}}  pass  fail  skip  seconds")
+        for name, row in per_spec.items():
+            print(f"{name:<{name_w}}  {row['PASS']:>4.0f}  {row['FAIL']:>4.0f}  {row['SKIP']:>4.0f}  {row['seconds']:>7.1f}"
+                  + ("  FAILED" if row["FAIL"] else ""))
+    total_wall, total_cpu = sum(t.wall for t in timings.values()), sum(t.cpu for t in timings.values())
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
           f"in {total_wall:.1f}s wall ({total_cpu:.1f}s CPU) over {len(timings)} specs")
     if over:
         print(f"FAIL  over the per-spec budget: {', '.join(over)}")
     sys.stdout.flush()
     return counts["FAIL"] == 0 and not over
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    """A tqdm bar on stderr when it is a terminal (quiet runs), else None."""
+    if not enabled or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return None
+    return tqdm(total=total, unit="check", file=sys.stderr, leave=False, mininterval=0, miniters=1)
+
+
+def _record(check_id: str, status: str, store: bool) -> None:
+    spec_name, metric, value, file, device = measured.pop(check_id)
+    if store:
+        from . import metrics_store
+
+        try:
+            metrics_store.record(spec_name, metric, value, status, spec_file=file, device=device)
+        except OSError as exc:  # a read-only cache must not fail the check
+            print(f"warning: could not store {check_id}: {exc}", file=sys.stderr)

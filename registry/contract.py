@@ -56,7 +56,11 @@ class ProcedureParams(BaseModel):
 
 
 class CliInputs(BaseModel):
-    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced)."""
+    """Base for the ``zoo run NAME --key value`` options of a procedure (strings are coerced).
+
+    An option that overrides a spec parameter (``--nfe`` for ``num_inference_steps``) defaults to
+    ``None`` = "not given", so the spec's value (and ``--param``) stand unless the user passes it.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -207,9 +211,9 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
 
 # ----------------------------------------------------------------------------- registration
 #: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
-#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``); ``converter`` and
-#: ``transform`` are reserved for the weight-conversion engine.
-KINDS = ("factory", "procedure", "metric_check", "converter", "transform")
+#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``), ``converter`` and
+#: ``transform`` (the weight-conversion engine), ``benchmark`` (``bench:``, run by ``zoo bench``).
+KINDS = ("factory", "procedure", "metric_check", "converter", "transform", "benchmark")
 _REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
 _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -316,3 +320,9 @@ def transform(fn: F) -> F:
     """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
     ``transform:``): quantise, patch an embedder, install attention processors."""
     return register("transform", fn)
+
+
+def benchmark(fn: F) -> F:
+    """Register a method's benchmark ``fn(argv: list[str]) -> int`` (a spec's ``bench:``), run by
+    ``zoo bench NAME [--quick] [args]``."""
+    return register("benchmark", fn)

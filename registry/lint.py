@@ -44,6 +44,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             target(proc.target, f"{section}.{name}.target", "procedure")
     for i, metric in enumerate(spec.metrics):
         target(metric.check, f"metrics.{i}.check", "metric_check")
+    target(spec.bench, "bench", "benchmark")
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"

@@ -441,6 +441,9 @@ class Spec(Strict):
     hardware: dict[Name, HardwareTarget]
     metrics: list[Metric] = []
     invariants: list[str] = []
+    bench: Target | None = Field(
+        None, description="the method's benchmark, main(argv: list[str]) -> int, run by `zoo bench NAME [--quick] [args]`"
+    )
     docs: str | None = None
 
     @field_validator("invariants")

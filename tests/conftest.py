@@ -1,14 +1,21 @@
 """Test environment: offline hub, one torch thread, the demo plugin importable and allowed."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# `zoo check` stores re-measured metrics; tests must not overwrite the user's (tests/test_metrics.py)
+if "ZOO_METRICS_DIR" not in os.environ:
+    os.environ["ZOO_METRICS_DIR"] = tempfile.mkdtemp(prefix="zoo-test-metrics-")
+    atexit.register(shutil.rmtree, os.environ["ZOO_METRICS_DIR"], True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))

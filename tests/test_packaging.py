@@ -40,7 +40,8 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True)
-    deps = sysconfig.get_paths()["purelib"]
+    # the dependencies' site-packages (a venv layered on another through a .pth file has two; -S skips .pth files)
+    deps = os.pathsep.join(dict.fromkeys([sysconfig.get_paths()["purelib"], *(p for p in sys.path if p.endswith("site-packages"))]))
     code = (
         "import zoo, importlib.util; s = importlib.util.find_spec('zoo_specs');"
         "print(zoo.__file__); print(list(s.submodule_search_locations)[0]); print(len(zoo.list()))"
@@ -52,3 +53,18 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     zoo_file, specs_dir, count = res.stdout.split()
     assert zoo_file.startswith(str(target)) and specs_dir.startswith(str(target))
     assert int(count) == len(list((REPO / "specs").glob("*.yaml")))
+
+    # issue #11 items 9 and 10: `zoo new` templates and a method's benchmark work from the wheel alone
+    for template in (REPO / "zoo" / "templates").rglob("*.tmpl"):
+        assert f"zoo/{template.relative_to(REPO / 'zoo')}" in names, template
+    code = (
+        "import sys; from zoo.scaffold import scaffold; print(len(scaffold('wheel-made', 'sampler', 'new')));"
+        "from zoo.methods.f_dpmsolver.benchmark import main;"
+        "main(['--quick', '--rows', '8', '--grids', 'vp', '--mixtures', 'gaussian', '--out-dir', 'bench'])"
+    )
+    res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.splitlines()[0] == str(len([p for p in (REPO / "zoo" / "templates").rglob("*.tmpl")
+                                                  if "/recipe/" not in str(p)]))
+    assert (tmp_path / "new" / "wheel-made" / "wheel_made" / "specs" / "wheel-made.yaml").is_file()
+    assert (tmp_path / "bench" / "f-dpmsolver-bench.json").is_file()

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import zoo
@@ -22,8 +23,11 @@ EPILOG = """examples:
   zoo run poe-bridge --prompt "12+34="
   zoo run f-dpmsolver --nfe 10 --out samples.png
   zoo validate my-method.yaml
+  zoo new my-sampler --template sampler   # a plugin package that passes zoo check
   zoo check my-method.yaml          # conformance suite on one spec
   zoo check --all
+  zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
+  zoo bench f-dpmsolver --quick     # the method's benchmark (from an installed wheel too)
   zoo schema > zoo-spec.schema.json
 """
 
@@ -235,8 +239,65 @@ def cmd_check(args: argparse.Namespace) -> int:
         targets = [zoo.entry(n) for n in args.names]
     ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
                     target=Target(args.device, args.dtype), allow_remote_code_stub=args.allow_remote_code_stub,
-                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget))
+                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget),
+                    debug=args.debug, record=not args.no_record)
     return 0 if ok else 1
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Every metric of a spec: the paper's number beside ours (spec value and the last `zoo check`)."""
+    from registry.metrics_store import rows
+    from zoo.metrics_report import plot, table
+
+    names = [args.name] if args.name else zoo.list()
+    if args.plot and len(names) != 1:
+        raise ZooError("zoo metrics --plot: name one spec")
+    report = []
+    for n in names:
+        s = zoo.spec(n)
+        spec_rows = rows(s)
+        if args.json:
+            report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
+        else:
+            print(f"{s.name}: {s.title}")
+            for line in table(s, spec_rows):
+                print("  " + line)
+        if args.plot:
+            print(f"wrote {plot(s, args.plot, spec_rows)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report if not args.name else report[0], indent=2, default=str))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
+    """Run the method's benchmark (the spec's ``bench:`` target, resolved through the allowlist)."""
+    from registry.loader import locate
+    from registry.resolve import resolve
+
+    e = zoo.entry(args.name)
+    s = zoo.spec(args.name)
+    if s.bench is None:
+        raise ZooError(f"{s.name} declares no benchmark (spec field bench:); its metrics' command: lines say how they were measured")
+    fn = resolve(s.bench, locate(str(e.path), "bench"), kind="benchmark")
+    argv = (["--quick"] if args.quick else []) + extra
+    print(f"[zoo bench {s.name}: {s.bench}({argv})]", file=sys.stderr)
+    rc = fn(argv)
+    return int(rc or 0)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    """Scaffold a third-party method package that passes `zoo check` as generated."""
+    from zoo.scaffold import names, scaffold
+
+    files = scaffold(args.name, args.template, args.dir)
+    root = Path(args.dir) / args.name
+    pkg = names(args.name)["__PKG__"]
+    print(f"wrote {len(files)} files under {root}/")
+    for f in files:
+        print(f"  {f.relative_to(root)}")
+    print(f"next: cd {root} && pip install -e . && zoo check {args.name}\n"
+          f"  (or without installing: ZOO_ALLOWED_PACKAGES={pkg} PYTHONPATH=. zoo check {pkg}/specs/{args.name}.yaml)")
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -322,7 +383,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", nargs="?", type=float, const=-1.0, metavar="SECONDS",
                    help="fail a spec whose default (non-slow) checks cost more CPU seconds than this "
                         "(bare --budget: $ZOO_CHECK_BUDGET or 20)")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
+    s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
+
+    s = sub.add_parser("metrics", help="paper vs measured: every metric of a spec, paired by name + dataset + setting")
+    s.add_argument("name", nargs="?", help="spec name or spec file (default: every spec)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--plot", metavar="OUT.png", help="write a PNG: paper, ours and the last measurement per metric")
+
+    s = sub.add_parser("bench", help="run a method's benchmark (its spec's bench: entry); extra arguments go to it",
+                       epilog="e.g. zoo bench f-dpmsolver --quick; zoo bench f-dpmsolver -- --help lists the benchmark's own options")
+    s.add_argument("name", help="spec name or spec file")
+    s.add_argument("--quick", action="store_true", help="a reduced run (seconds to a minute) that still prints the table")
+
+    s = sub.add_parser("new", help="scaffold a method package (spec, procedure, invariants, tests) that passes zoo check")
+    s.add_argument("name", help="kebab-case spec name; the package is its snake_case form")
+    s.add_argument("--template", choices=["sampler", "recipe"], default="sampler")
+    s.add_argument("--dir", default=".", help="create NAME/ in this folder (default: here)")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
     sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
@@ -369,15 +446,17 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "run":
+    if extra and args.command not in ("run", "bench"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         for path in args.specs:
             zoo.add_specs(path)
         if args.command == "run":
             return cmd_run(args, extra)
+        if args.command == "bench":
+            return cmd_bench(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
-                   "check": cmd_check, "doctor": cmd_doctor}[args.command]
+                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:

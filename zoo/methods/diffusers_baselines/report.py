@@ -104,25 +104,28 @@ def toy_nfe(pipeline: Any) -> float:
 
 def cli_report(proc: Any, inputs: Any, seed: int) -> str:
     """``zoo run NAME --nfe N --n M --out samples.png``: sample, score exactly, optionally plot."""
-    run = with_steps(proc, steps_for_nfe(proc, inputs.nfe))
+    # --nfe overrides only when given; otherwise the spec's (or --param's) num_inference_steps stands
+    run = proc if inputs.nfe is None else with_steps(proc, steps_for_nfe(proc, inputs.nfe))
+    nfe = run.params.num_inference_steps * int(getattr(run, "calls_per_step", 1)) + (
+        1 if getattr(run.params, "first_eps", "approx") == "evaluate" else 0)
     x_T = run.draw_noise(inputs.n, seed)
     has_gmm = getattr(run.model, "gmm", None) is not None
     if not has_gmm:
         out = run(seed=seed, noise=x_T)
-        text = f"{type(run).__name__}: {inputs.nfe} NFE, samples {tuple(out.shape)}"
+        text = f"{type(run).__name__}: {nfe} NFE, samples {tuple(out.shape)}"
         if inputs.out:
-            plot_images(out, inputs.out, title=f"{type(run).__name__}, NFE={inputs.nfe}")
+            plot_images(out, inputs.out, title=f"{type(run).__name__}, NFE={nfe}")
             text += f"\n  wrote {inputs.out}"
         return text
     stats = evaluate(run, x_T, data_seed=seed)
     lines = [
-        f"{type(run).__name__} ({type(run.scheduler).__name__}): NFE={inputs.nfe}, steps={run.params.num_inference_steps}, n={inputs.n}",
+        f"{type(run).__name__} ({type(run.scheduler).__name__}): NFE={nfe}, steps={run.params.num_inference_steps}, n={inputs.n}",
         f"  path error vs exact ODE: median {stats['path_err_median']:.4g}, mean {stats['path_err_mean']:.4g}",
         f"  sliced W2 to the data law: {stats['sw2']:.4g}",
         f"  mean log p(samples): {stats['loglik']:.4f} (exact data samples: {stats['loglik_data']:.4f})",
     ]
     if inputs.out:
-        plot_samples(run, run(seed=seed, noise=x_T), inputs.out, title=f"{type(run).__name__}, NFE={inputs.nfe}")
+        plot_samples(run, run(seed=seed, noise=x_T), inputs.out, title=f"{type(run).__name__}, NFE={nfe}")
         lines.append(f"  wrote {inputs.out}")
     return "\n".join(lines)
 

@@ -62,7 +62,7 @@ def sample_shape(model: Any) -> tuple[int, ...]:
 
 
 class SamplerCli(CliInputs):
-    nfe: int = Field(10, ge=1, le=1000, description="number of model evaluations")
+    nfe: int | None = Field(None, ge=1, le=1000, description="number of model evaluations (default: the spec's num_inference_steps)")
     n: int = Field(2000, ge=1, le=200_000, description="number of samples")
     out: OutPath | None = Field(None, description="PNG path (.png added when missing): samples over the true density (2-D toy) or an image grid")
 

@@ -69,9 +69,9 @@ class SAETopicModel(Procedure):
         train_steps: int = Field(0, ge=0, le=1_000_000, description="train the SAE first (full variant: no shipped SAE)")
         train_k: int = Field(32, ge=1, le=4096)
 
-    class CliInputs(BaseCliInputs):
-        topics: int = Field(10, ge=1, le=1000)
-        top_words: int = Field(10, ge=1, le=1000)
+    class CliInputs(BaseCliInputs):  # None = not given: the spec's (or --param's) value stands
+        topics: int | None = Field(None, ge=1, le=1000, description="number of topics (default: the spec's n_topics)")
+        top_words: int | None = Field(None, ge=1, le=1000, description="words per topic (default: the spec's top_words)")
 
     def __init__(self, models: Any, params: Any, device: Any = "cpu", dtype: Any = None):
         super().__init__(models, params, device, dtype)
@@ -147,8 +147,8 @@ class SAETopicModel(Procedure):
         return {"texts": default_corpus(12), "n_topics": 3, "epochs": 3}
 
     def run_cli(self, inputs: Any, seed: int) -> str:
-        n = inputs.topics if inputs is not None else self.params.n_topics
-        tw = inputs.top_words if inputs is not None else self.params.top_words
+        n = self.params.n_topics if inputs is None or inputs.topics is None else inputs.topics
+        tw = self.params.top_words if inputs is None or inputs.top_words is None else inputs.top_words
         out = self(seed=seed, n_topics=n, top_words=tw, progress=True)
         lines = [f"SAE-TM: {out['n_docs']} passages of lee_background.cor, vocabulary {out['vocab_size']}, "
                  f"{out['n_valid_atoms']} atoms merged into {n} topics"]

@@ -1,0 +1,74 @@
+"""Issue #11 item 10: third-party method packages.
+
+`zoo new NAME --template sampler|recipe` scaffolds a package that passes the conformance suite as
+generated; an installed plugin (a wheel's layout: package + .dist-info with the `zoo.specs` and
+`zoo.plugins` entry points) is listed without importing it or torch, and checked through its entry points.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zoo.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench_registry():
+    spec = importlib.util.spec_from_file_location("bench_registry", REPO / "tools" / "bench_registry.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("template,name", [("sampler", "my-tempered-sampler"), ("recipe", "my-moments-recipe")])
+def test_zoo_new_scaffold_passes_zoo_check_as_generated(template: str, name: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every conformance check of the generated spec passes (none skipped), and `zoo run` runs it."""
+    assert main(["new", name, "--template", template, "--dir", str(tmp_path)]) == 0
+    root, pkg = tmp_path / name, name.replace("-", "_")
+    assert {"pyproject.toml", f"{pkg}/invariants.py", f"{pkg}/specs/{name}.yaml", f"tests/test_{pkg}.py"} <= {
+        str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+    assert '[project.entry-points."zoo.specs"]' in (root / "pyproject.toml").read_text()
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", f"zoo_demo_plugin,{pkg}")
+    spec = str(root / pkg / "specs" / f"{name}.yaml")
+    capsys.readouterr()
+    assert main(["validate", spec]) == 0
+    assert main(["check", spec, "--no-record"]) == 0
+    out = capsys.readouterr().out
+    assert " 0 failed, 0 skipped" in out and "invariant[" in out and "metric[" in out
+    assert main(["run", spec]) == 0
+    assert "mean" in capsys.readouterr().out
+
+
+def test_zoo_new_refuses_bad_names_and_existing_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["new", "My_Sampler", "--dir", str(tmp_path)]) == 2
+    assert "kebab-case" in capsys.readouterr().err
+    (tmp_path / "taken").mkdir()
+    assert main(["new", "taken", "--dir", str(tmp_path)]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_installed_plugin_is_listed_without_importing_it_and_checked_via_entry_points(tmp_path: Path) -> None:
+    """`zoo list` reads an installed plugin's specs without importing the plugin (whose __init__
+    imports torch); `zoo check NAME` finds and allows it through its entry points alone."""
+    pkg = _bench_registry().install_plugin(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("ZOO_ALLOWED_PACKAGES", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(tmp_path)
+    code = f"import sys; from zoo.cli import main; main(['list']); print('torch' in sys.modules, {pkg!r} in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    *lines, flags = res.stdout.splitlines()
+    assert any(line.startswith("zoo-bench-plugin ") for line in lines)
+    assert flags == "False False"  # neither torch nor the plugin package was imported
+    res = subprocess.run([sys.executable, "-m", "zoo.cli", "check", "zoo-bench-plugin", "--no-record"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "8 passed, 0 failed, 0 skipped" in res.stdout
