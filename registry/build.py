@@ -541,7 +541,7 @@ def build_pipeline(
     if skipped:
         warnings.warn(f"{spec.name}: using variant {chosen}; skipped {'; '.join(skipped)}", ZooWarning, stacklevel=2)
     hw = spec.hardware[chosen]
-    if dtype is not None and dtype not in hw.dtypes and dtype != "float32":
+    if dtype is not None and dtype not in hw.dtypes:  # refused before any model is built
         raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
     default = sampler or spec.default
     if default not in spec.samplers and default not in spec.recipes:
