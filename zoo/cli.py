@@ -149,7 +149,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             fit = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else "")
         elif hw.status == "declared-only":
             fit = f"declared-only: {hw.reason}"
-        elif (gap := offline_gaps(s, v, e.path.parent)) is not None:
+        elif (gap := offline_gaps(s, v, e.path.parent, str(e.path))) is not None:
             fit = f"{fit}; {gap}" if fit else gap
         print(f"    {v:<6} {hw.accelerator}" + (f" ≥{hw.min_memory_gb:g} GB" if hw.min_memory_gb else "") + f" [{', '.join(hw.dtypes)}]  {fit}")
     if s.metrics:
