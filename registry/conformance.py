@@ -640,12 +640,14 @@ class SpecTiming:
 def run_checks(
     entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
     allow_remote_code_stub: bool = False, budget: float | None = None, debug: bool = False, record: bool = False,
+    results: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Run every check of ``entries``; print ``[k/N] STATUS id`` per check (failures always, the rest
     when ``verbose``; on a TTY a quiet run shows a progress bar instead), then per spec its time total
     and five slowest checks, and a per-spec table; True if none failed. With ``budget`` (CPU seconds),
     a spec whose default (non-slow) checks cost more fails. ``record`` stores each re-measured metric
-    (see :mod:`registry.metrics_store`)."""
+    (see :mod:`registry.metrics_store`). ``results`` (a list) receives one dict per check: id, spec,
+    status, message, wall and CPU seconds (``zoo check --json``)."""
     load_hypothesis_profile(slow)
     plan = [c for e in entries for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
             if not only or only in c.id]
@@ -659,6 +661,9 @@ def run_checks(
         if bar is not None:
             bar.set_description(check.id[:60], refresh=False)
         status, msg, secs = run_check(check, debug=debug)
+        if results is not None:
+            results.append({"id": check.id, "spec": check.spec, "status": status, "message": msg,
+                            "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow})
         timings.setdefault(check.spec, SpecTiming(check.spec)).add(check.id, secs, LAST_CPU)
         default_cpu[check.spec] = default_cpu.get(check.spec, 0.0) + (0.0 if check.slow else LAST_CPU)
         if check.id in measured:
