@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.errors import SpecErrors, ZooError
@@ -250,9 +250,7 @@ def test_only_zoo_errors_escape_loader_and_validator_thousands(folder: Path, kin
 # ----------------------------------------------------------------------------- builder
 CHEAP = ["demo-gaussian.yaml", "f-dpmsolver.yaml"]  # CPU variants build in milliseconds
 BUILD_MUTANTS = data_mutants(names=CHEAP, only_under=("models", "samplers", "recipes", "hardware", "default", "variants"))
-ITEM_9 = ("issue #8 item 9 (branch sec-exec): build.py does not wrap procedure construction failures, e.g. a "
-          "valid spec without the 'denoiser' role -> KeyError in diffusers_baselines/sampler.py; the lead un-xfails "
-          "this after merging both branches")
+
 
 
 def check_build(path: Path, folder: Path) -> None:
@@ -273,8 +271,7 @@ def check_build(path: Path, folder: Path) -> None:
         assert str(exc).isprintable()
 
 
-@pytest.mark.xfail(strict=False, reason=ITEM_9)
-@settings(**dict(QUICK, phases=[Phase.explicit, Phase.reuse, Phase.generate]))  # no shrinking while xfail
+@settings(**QUICK)
 @given(data=st.data())
 def test_only_zoo_errors_escape_the_builder(folder: Path, data: st.DataObject) -> None:
     """Invariant: a mutated spec that validates either builds or fails with one ZooError line."""
@@ -282,7 +279,6 @@ def test_only_zoo_errors_escape_the_builder(folder: Path, data: st.DataObject) -
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=ITEM_9)
 @settings(**dict(SLOW, max_examples=1000))
 @given(data=st.data())
 def test_only_zoo_errors_escape_the_builder_thousand(folder: Path, data: st.DataObject) -> None:

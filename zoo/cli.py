@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import zoo
-from registry.errors import SpecErrors, ZooError, printable
+from registry.errors import RunError, SpecErrors, ZooError, printable
 
 EPILOG = """examples:
   zoo list --task text-generation
@@ -282,9 +282,12 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
     try:
         text = pipe.run_cli(inputs, args.seed)
-    except OSError as exc:  # an output file that cannot be written
-        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        raise ZooError(f"{pipe.default}: cannot write{where}: {exc.strerror or exc}") from None
+    except RunError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, OSError):  # an output file that cannot be written
+            where = f": {cause.filename}" if getattr(cause, "filename", None) else ""
+            raise ZooError(f"{pipe.default}: cannot write{where}: {cause.strerror or cause}") from None
+        raise
     print(text)
     print(printable(f"[{pipe.spec.name} variant={pipe.variant} device={pipe.device} sampler={pipe.default} "
                     f"{time.perf_counter() - t0:.1f}s]"), file=sys.stderr)
