@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from registry.catalog import Catalog
-from registry import conformance
 from registry.conformance import Check, run_check, checks_for
+from registry.pytest_plugin import record_check_cpu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "specs"
 
@@ -23,46 +23,18 @@ def _all_checks() -> list[Check]:
 
 
 CHECKS = _all_checks()
-SPECS = list(dict.fromkeys(c.spec for c in CHECKS))
-# CPU seconds spent on each spec's default checks in this process, and how many ran
-_SPENT: dict[str, float] = {}
-_RAN: dict[str, int] = {}
 
 
-def _params() -> list[object]:
-    """Each spec's checks, then its budget item, in one xdist group: with ``-n 2 --dist loadgroup``
-    a spec's checks run on one worker, in order, sharing its built pipeline, and the budget item
-    sees all of them."""
-    out: list[object] = []
-    for spec in SPECS:
-        group = pytest.mark.xdist_group(spec)
-        out += [pytest.param(c, id=c.id, marks=[group, *([pytest.mark.slow] if c.slow else [])]) for c in CHECKS if c.spec == spec]
-        out.append(pytest.param(spec, id=f"{spec}::budget", marks=[group]))
-    return out
-
-
-@pytest.mark.parametrize("check", _params())
-def test_conformance(check: Check | str) -> None:
-    if isinstance(check, str):  # the budget item: after every default check of the spec
-        _budget(check)
-        return
+@pytest.mark.parametrize(
+    "check", [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.slow else []) for c in CHECKS]
+)
+def test_conformance(check: Check, request: pytest.FixtureRequest) -> None:
+    """One conformance check; its CPU seconds go to the per-spec budget (registry.pytest_plugin)."""
     status, message, _ = run_check(check)
-    if not check.slow:
-        _SPENT[check.spec] = _SPENT.get(check.spec, 0.0) + conformance.LAST_CPU
-        _RAN[check.spec] = _RAN.get(check.spec, 0) + 1
+    record_check_cpu(request.node, check)
     if status == "SKIP":
         pytest.skip(message)
     assert status == "PASS", message
-
-
-def _budget(spec: str) -> None:
-    """Invariant: a spec's default (non-slow) checks cost at most the budget (``ZOO_CHECK_BUDGET``,
-    default 20 CPU seconds), so the default suite keeps its time as specs are added."""
-    expected = sum(1 for c in CHECKS if c.spec == spec and not c.slow)
-    if _RAN.get(spec, 0) < expected:
-        pytest.skip(f"{spec}: {_RAN.get(spec, 0)} of its {expected} default checks ran in this process (-k/-m or another worker)")
-    budget = conformance.budget_seconds()
-    assert _SPENT[spec] <= budget, f"{spec}: default checks took {_SPENT[spec]:.1f} s CPU, over the {budget:g} s budget"
 
 
 def test_every_builtin_spec_is_checked() -> None:
