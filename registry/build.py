@@ -514,6 +514,16 @@ class Pipeline:
     def procedure(self) -> Any:
         return self.samplers[self.default]
 
+    @property
+    def native(self) -> Any:
+        """The library object users already know for the default procedure (e.g. a diffusers
+        pipeline with the method's scheduler installed), from the procedure's ``native()``; the
+        same built models, nothing reloaded. One-line :class:`RunError` when it has none."""
+        make = getattr(self.procedure, "native", None)
+        if make is None:
+            raise RunError(f"{self.spec.name} ({self.default}) has no native pipeline", Location(self.file))
+        return self._guard(make)
+
     def __repr__(self) -> str:
         return (
             f"<zoo pipeline {self.spec.name} variant={self.variant} device={self.device} "

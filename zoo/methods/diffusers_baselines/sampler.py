@@ -116,6 +116,20 @@ class SchedulerSampler(Procedure):
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"noise": self.draw_noise(batch_size, seed=12345)}
 
+    def native(self) -> Any:
+        """A ``diffusers.DDPMPipeline`` with this sampler's UNet and scheduler (a copy: the pipeline's
+        runs never disturb this one): ``native(batch_size=B, generator=torch.Generator().manual_seed(s),
+        num_inference_steps=N, output_type="latent").images`` equals ``self(seed=s, batch_size=B)``
+        with the same N. Only for image UNets (the analytic toy has no image shape); see
+        :mod:`zoo.methods.diffusers_baselines.native`."""
+        import copy
+
+        from .native import SchedulerPipeline
+
+        if getattr(getattr(self.model, "config", None), "sample_size", None) is None:
+            raise ValueError(f"{type(self).__name__}: no native diffusers pipeline for a non-image model ({type(self.model).__name__})")
+        return SchedulerPipeline(unet=self.model, scheduler=copy.deepcopy(self.scheduler))
+
     def input_rows(self, inputs):
         return [{**inputs, "noise": inputs["noise"][i : i + 1]} for i in range(inputs["noise"].shape[0])]
 

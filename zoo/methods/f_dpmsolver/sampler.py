@@ -92,6 +92,10 @@ class FDPMHalfSumSampler(FDPMSolverSampler):
 
     calls_per_step = 2
 
+    def native(self) -> Any:
+        """No single diffusers pipeline runs two trajectories and averages them."""
+        raise ValueError("the half-sum sampler has no native diffusers pipeline (it averages two trajectories); use f-ddim's")
+
     def nfe(self) -> int:
         self.scheduler.set_timesteps(self.params.num_inference_steps)
         return 2 * self.params.num_inference_steps + (1 if self.params.first_eps == "evaluate" else 0)
