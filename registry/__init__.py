@@ -17,6 +17,7 @@ _EXPORTS = {
     "SpecErrors": "errors", "ZooError": "errors",
     "load_spec_file": "loader", "Spec": "spec", "json_schema": "spec",
     "Pipeline": "build", "build_pipeline": "build",
+    "ProcedureOutput": "outputs", "ImageOutput": "outputs",
 }
 __all__ = sorted(_EXPORTS)
 
