@@ -44,7 +44,7 @@ def test_override_changes_the_step_count_without_rebuilding(pipe: Any, monkeypat
 def test_override_result_equals_a_pipeline_loaded_with_that_param(pipe: Any) -> None:
     """Same seed, same params: the per-call override and ``zoo.load(..., num_inference_steps=20)`` agree bit for bit."""
     loaded = zoo.load("f-dpmsolver", variant="toy", num_inference_steps=20)
-    assert torch.equal(pipe(seed=3, batch_size=4, num_inference_steps=20), loaded(seed=3, batch_size=4))
+    assert torch.equal(pipe(seed=3, batch_size=4, num_inference_steps=20).samples, loaded(seed=3, batch_size=4).samples)
 
 
 @pytest.mark.parametrize("kwargs, name, expected", [
