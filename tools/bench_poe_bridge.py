@@ -8,6 +8,13 @@ argmax lane choice. Columns: exact-match accuracy on held-out additions, DLM and
 problem, new tokens per second, wall time. The paper's claims: >= 95% of the AR target's accuracy,
 >= 5x the speed of standard DLM decoding, faster than AR decoding.
 
+Two model pairs (``--variants``): ``toy`` (the shipped pair: a bare torch encoder DLM, several times
+cheaper per forward than the K-lane Qwen2 verify forward) and ``toy-equal`` (a bidirectional Qwen2 DLM of
+exactly the AR target's width and depth, both through transformers, so one DLM forward costs what one
+AR forward costs, as Dream-7B and Qwen2.5-7B do in the paper). Each pair also gets DLM decoding at
+1 token per step (the DLM's best accuracy, for a comparison at matched accuracy) and a per-forward cost
+line (median ms of one DLM forward on prompt + 40 masks and of one K = 4 verify forward of 32 drafts).
+
     OMP_NUM_THREADS=1 python tools/bench_poe_bridge.py --problems 64
 """
 from __future__ import annotations
@@ -22,11 +29,51 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def build(spec_path: Path):
-    """Models of the toy variant, built from the spec (sha256-checked shipped weights)."""
+def build(spec_path: Path, variant: str = "toy"):
+    """Models of a toy variant, built from the spec (sha256-checked shipped weights)."""
     import zoo
 
-    return zoo.load(str(spec_path), variant="toy", device="cpu")
+    return zoo.load(str(spec_path), variant=variant, device="cpu")
+
+
+def forward_costs(models, n_lanes: int = 4, window: int = 32, reps: int = 30) -> dict[str, float]:
+    """Median wall ms of one DLM forward on ``[prompt || 40 masks]`` and of one K-lane AR verify forward
+    (``window`` drafts per lane after a cached prompt), the two forwards PoE-Bridge pays for."""
+    import statistics
+    import time
+
+    import torch
+
+    from zoo.common.ar_cache import ar_forward, cache_kwarg, cache_repeat, new_cache
+    from zoo.common.masked_dlm import MaskedDenoiser
+    from zoo.common.toy_text import eval_problems
+
+    tok = models["target"].zoo_tokenizer
+    prompt = tok.encode(eval_problems(1)[0].prompt)
+    den = MaskedDenoiser.wrap(models["proposal"])
+    dl_in = torch.tensor([prompt + [den.mask_token_id] * 40])
+    target, kw = models["target"], cache_kwarg(models["target"])
+    drafts = torch.randint(4, tok.vocab_size, (n_lanes, window), generator=torch.Generator().manual_seed(0))
+
+    def verify():
+        cache = new_cache(target)
+        ar_forward(target, torch.tensor([prompt[:-1]]), cache, kw)  # the prefix is cached before a window
+        cache_repeat(cache, n_lanes)
+        t0 = time.perf_counter()
+        ar_forward(target, torch.cat([torch.tensor([prompt[-1:]] * n_lanes), drafts], 1), cache, kw)
+        return time.perf_counter() - t0
+
+    def dlm():
+        t0 = time.perf_counter()
+        den(dl_in)
+        return time.perf_counter() - t0
+
+    with torch.no_grad():
+        for f in (dlm, verify):
+            f()  # warm-up
+        d = statistics.median(dlm() for _ in range(reps)) * 1e3
+        v = statistics.median(verify() for _ in range(reps)) * 1e3
+    return {"dlm_forward_ms": d, "verify_forward_ms": v, "verify_over_dlm": v / d}
 
 
 def _accepted_per_window(proc, n_problems: int) -> float:
@@ -41,26 +88,14 @@ def _accepted_per_window(proc, n_problems: int) -> float:
     return acc / max(win, 1)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--problems", type=int, default=64, help="held-out toy problems (seed i for problem i)")
-    ap.add_argument("--spec", type=Path, default=ROOT / "specs" / "poe-bridge.yaml")
-    ap.add_argument("--verify-window", type=int, default=None, help="override V for all PoE rows")
-    ap.add_argument("--repeats", type=int, default=5, help="timing rounds (round-robin over the rows); each row keeps its fastest round")
-    ap.add_argument("--sweep-w", action="store_true", help="also print the PoE-weight ablation table")
-    ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
-    ap.add_argument("--png", type=Path, default=ROOT / "docs" / "methods" / "poe-bridge-bench.png")
-    args = ap.parse_args()
-
-    import torch
-
-    torch.set_num_threads(1)
+def run_pair(variant: str, args, spec_params_override=None) -> tuple[list[dict], dict, dict]:
+    """The benchmark rows of one model pair; returns (rows, spec sampler params, forward costs)."""
     from zoo.common.masked_dlm import ConfidenceDecoding
     from zoo.methods.poe_bridge.baselines import ARDecoding
     from zoo.methods.poe_bridge.metrics import evaluate
     from zoo.methods.poe_bridge.sampler import PoEBridgeSampler
 
-    pipe = build(args.spec)
+    pipe = build(args.spec, variant)
     models = pipe.models
     spec_params = {n: dict(pipe.spec.samplers[n].params) for n in pipe.spec.samplers}
     if args.verify_window:
@@ -71,8 +106,15 @@ def main() -> None:
         ("AR decoding (target)", ARDecoding, {"target": models["target"]}, {}),
         ("DLM decoding (entropy, 2 tok/step)", ConfidenceDecoding, {"proposal": models["proposal"]},
          {"tokens_per_step": 2, "alg": "entropy"}),
-        ("direct D->A IS, no bridge (K=4)", PoEBridgeSampler, models, spec_params["direct-is"]),
-        ("speculative D->A, w=0 (K=4)", PoEBridgeSampler, models, spec_params["speculative-w0"]),
+        ("DLM decoding (entropy, 1 tok/step)", ConfidenceDecoding, {"proposal": models["proposal"]},
+         {"tokens_per_step": 1, "alg": "entropy"}),
+    ]
+    if variant == "toy":
+        rows += [
+            ("direct D->A IS, no bridge (K=4)", PoEBridgeSampler, models, spec_params["direct-is"]),
+            ("speculative D->A, w=0 (K=4)", PoEBridgeSampler, models, spec_params["speculative-w0"]),
+        ]
+    rows += [
         ("PoE-Bridge K=1 (no IS)", PoEBridgeSampler, models, spec_params["poe-bridge-k1"]),
         ("PoE-Bridge K=4 multinomial_exact (paper)", PoEBridgeSampler, models, spec_params["poe-bridge"]),
         ("PoE-Bridge K=4 argmax_logit_diff (repo)", PoEBridgeSampler, models, spec_params["poe-bridge-repo"]),
@@ -85,12 +127,22 @@ def main() -> None:
         for label, proc in procs:
             r = evaluate(proc, args.problems, progress=True)
             if label not in best or r["wall_s"] < best[label]["wall_s"]:
-                best[label] = dict(r, method=label)
-        print(f"  round {rep + 1}/{args.repeats} done", file=sys.stderr)
+                best[label] = dict(r, method=label, variant=variant)
+        print(f"  {variant}: round {rep + 1}/{args.repeats} done", file=sys.stderr)
     results = [best[label] for label, _ in procs]
+    costs = forward_costs(models, spec_params["poe-bridge"]["n_lanes"], spec_params["poe-bridge"]["verify_window"])
+    return results, spec_params, costs
+
+
+def print_table(variant: str, results: list[dict], costs: dict, problems: int) -> None:
+    import torch
 
     ar, dlm = results[0], results[1]
-    print(f"\nToy addition (3 digits, {args.problems} held-out problems), one thread, torch {torch.__version__}")
+    title = {"toy": "shipped pair: torch-encoder DLM + Qwen2 AR",
+             "toy-equal": "equal pair: bidirectional Qwen2 DLM + Qwen2 AR, same width/depth"}.get(variant, variant)
+    print(f"\n[{variant}] Toy addition (3 digits, {problems} held-out problems), {title}; one thread, torch {torch.__version__}")
+    print(f"cost per forward: DLM {costs['dlm_forward_ms']:.2f} ms, K-lane verify {costs['verify_forward_ms']:.2f} ms "
+          f"(verify / DLM = {costs['verify_over_dlm']:.2f})")
     hdr = f"| {'method':<42} | {'acc':>5} | {'acc/AR':>6} | {'DLM fwd':>7} | {'AR fwd':>6} | {'tok/s':>6} | {'x DLM':>5} | {'x AR':>5} | {'wall s':>6} |"
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
@@ -101,6 +153,45 @@ def main() -> None:
         print(f"| {r['method']:<42} | {r['accuracy']:5.3f} | {r['acc_vs_ar']:6.3f} | {r['dlm_forwards']:7.2f} | "
               f"{r['ar_forwards']:6.2f} | {r['tokens_per_s']:6.0f} | {r['speed_vs_dlm']:5.2f} | {r['speed_vs_ar']:5.2f} | "
               f"{r['wall_s']:6.2f} |")
+    dlm1 = next(r for r in results if r["method"].startswith("DLM decoding (entropy, 1"))
+    paper = next(r for r in results if r["method"].startswith("PoE-Bridge K=4 multinomial"))
+    print(f"PoE-Bridge (paper) vs DLM decoding at 1 tok/step: accuracy {paper['accuracy']:.3f} vs {dlm1['accuracy']:.3f}, "
+          f"tok/s x{paper['tokens_per_s'] / dlm1['tokens_per_s']:.2f}; vs 2 tok/step: x{paper['speed_vs_dlm']:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problems", type=int, default=64, help="held-out toy problems (seed i for problem i)")
+    ap.add_argument("--spec", type=Path, default=ROOT / "specs" / "poe-bridge.yaml")
+    ap.add_argument("--verify-window", type=int, default=None, help="override V for all PoE rows")
+    ap.add_argument("--repeats", type=int, default=5, help="timing rounds (round-robin over the rows); each row keeps its fastest round")
+    ap.add_argument("--sweep-w", action="store_true", help="also print the PoE-weight ablation table")
+    ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
+    ap.add_argument("--png", type=Path, default=ROOT / "docs" / "methods" / "poe-bridge-bench.png")
+    ap.add_argument("--variants", default="toy,toy-equal", help="comma-separated model pairs (spec variants)")
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    from zoo.methods.poe_bridge.metrics import evaluate
+    from zoo.methods.poe_bridge.sampler import PoEBridgeSampler
+
+    all_results: list[dict] = []
+    results: list[dict] = []
+    spec_params: dict = {}
+    models = None
+    for variant in args.variants.split(","):
+        rows, params_v, costs = run_pair(variant, args)
+        print_table(variant, rows, costs, args.problems)
+        for r in rows:
+            r.update(costs)
+        all_results += rows
+        if variant == "toy":
+            results, spec_params = rows, params_v
+            models = build(args.spec, "toy").models
+    if args.sweep_w and models is None:
+        raise SystemExit("--sweep-w needs the toy variant in --variants")
     if args.sweep_w:
         print(f"\nPoE weight ablation (K=4, multinomial_exact, V={spec_params['poe-bridge']['verify_window']}; paper: "
               "HumanEval K=1, accepted tokens/step 4.91 at w=0 -> 15.61 at w=0.9, accuracy 81.3 -> 30.5)")
@@ -113,16 +204,18 @@ def main() -> None:
             acc_w = _accepted_per_window(proc, args.problems)
             print(f"| {w:4.1f} | {r['accuracy']:5.3f} | {acc_w:15.2f} | {r['dlm_forwards']:7.2f} | {r['ar_forwards']:6.2f} | "
                   f"{r['tokens_per_s']:6.0f} |")
-            results.append(dict(r, method=f"sweep w={w}", accepted_per_window=acc_w))
+            sweep_row = dict(r, method=f"sweep w={w}", accepted_per_window=acc_w, variant="toy")
+            results.append(sweep_row)
+            all_results.append(sweep_row)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    if args.png:
+        args.json.write_text(json.dumps(all_results, indent=2))
+    if args.png and results:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        short = ["AR", "DLM 2 tok/step", "direct IS", "spec. w=0", "PoE K=1", "PoE K=4 exact", "PoE K=4 argmax"]
+        short = ["AR", "DLM 2 tok/step", "DLM 1 tok/step", "direct IS", "spec. w=0", "PoE K=1", "PoE K=4 exact", "PoE K=4 argmax"]
         main_rows = [r for r in results if not r["method"].startswith("sweep")]
         sweep = [r for r in results if r["method"].startswith("sweep")]
         fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(11 if sweep else 6, 4), squeeze=False)

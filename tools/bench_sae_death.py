@@ -5,10 +5,13 @@ init death rises with the outlier severity γ; the closed forms Φ(−C/γ), Φ(
 centring (b_dec = mean / geometric median) brings it to ~0 at every γ; per-token LayerNorm does
 not; and in training b_dec does not learn the mean in a realistic budget at high γ.
 
-Prints the init-death table (baselines: b_dec = 0 vs each preprocessing, same run), the cheap
-checks of the spec, and with --train the training-dynamics table; writes the PNG plot.
+Prints the authors' synthetic demo under both decoder inits (published: 40.2 / 51.2 / 91.4 %
+dead), the init-death table on layer 3 with injected outliers (baselines: b_dec = 0 vs each
+preprocessing, same run), the cheap checks of the spec; with --streams the survey of MiniLM's 37
+native sub-layer streams (Spearman of gamma with init death; centring vs PCA whitening on the
+low-rank FFN outputs); with --train the training-dynamics table; writes the PNG plot.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python tools/bench_sae_death.py [--train]
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python tools/bench_sae_death.py [--streams] [--train]
 """
 from __future__ import annotations
 
@@ -34,22 +37,53 @@ def main() -> None:
     ap.add_argument("--layer", type=int, default=3, help="MiniLM hidden_states index (default 3)")
     ap.add_argument("--features", type=int, default=3072, help="SAE width F (default 3072 = 8 x 384)")
     ap.add_argument("--k", type=int, default=32, help="TopK k (default 32)")
-    ap.add_argument("--dec-init", choices=["gaussian", "uniform"], default="gaussian",
-                    help="SAE decoder init: isotropic gaussian (closed forms' assumption) or U(-1,1) entries")
+    ap.add_argument("--dec-init", choices=["uniform", "gaussian"], default="uniform",
+                    help="SAE decoder init: the authors' nn.Linear kaiming-uniform (default) or isotropic gaussian "
+                         "columns (the closed forms' assumption)")
+    ap.add_argument("--streams", action="store_true", help="also survey the 37 native sub-layer streams (~3-5 min)")
+    ap.add_argument("--stream-tokens", type=int, default=8192, help="tokens per stream for --streams (default 8192)")
+    ap.add_argument("--no-report", action="store_true", help="skip the injected-outlier table on layer 3")
     ap.add_argument("--train", action="store_true", help="also run the training-dynamics table (~12 min on 1 thread)")
     ap.add_argument("--steps", type=int, default=1800, help="training steps (default 1800)")
     ap.add_argument("--inits", default="zeros,mean,zeros+auxk", help="b_dec inits to train (default zeros,mean,zeros+auxk)")
+    ap.add_argument("--magnitudes", default="0,40,160", help="injected outlier magnitudes to train at (default 0,40,160)")
     ap.add_argument("--plot", default=str(ROOT / "docs/methods/sae-feature-death.png"), help="PNG output path")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
     torch.set_num_threads(1)
-    from zoo.methods.sae_feature_death import CentredTraining, FeatureDeathReport, format_report, plot_report
-    from zoo.methods.sae_feature_death import metrics as M
+    from zoo.methods.sae_feature_death import CentredTraining, StreamSurvey, format_survey
+    from zoo.methods.sae_feature_death.demo import PUBLISHED, demo_activations, demo_table
     from zoo.methods.sae_feature_death.toy import build_minilm
 
+    xd = demo_activations()
+    print("The authors' synthetic demo (d 64, TopK 64->256, k 5, seed 0): dead by ReLU / TopK / total of 256")
+    for di in ("uniform", "gaussian"):
+        t = demo_table(di, x=xd)
+        print(f"  dec_init={di:8s} gamma {t['gamma']:.1f}, eff. rank {t['effective_rank']:.1f}: standard "
+              + " / ".join(f"{v} ({100 * v / 256:.1f} %)" for v in t["standard"])
+              + f"; geometric median {t['geometric_median'][2]}, PCA whitening {t['pca_whiten'][2]}")
+    print("  published: standard " + " / ".join(f"{v} ({100 * v / 256:.1f} %)" for v in PUBLISHED["standard"])
+          + "; geometric median 0, PCA whitening 0\n")
+
     enc = build_minilm()
+    if args.streams:
+        t0 = time.time()
+        sv = StreamSurvey(models={"encoder": enc}, params=StreamSurvey.Params(max_tokens=args.stream_tokens,
+                          n_features=args.features, k=args.k, dec_init=args.dec_init), device="cpu", dtype=None)
+        print(format_survey(sv(seed=0, progress=True)))
+        print(f"[{time.time() - t0:.0f} s]\n")
+    if not args.no_report:
+        _report(args, enc)
+    if args.train:
+        _train(args, enc, CentredTraining)
+
+
+def _report(args: argparse.Namespace, enc: object) -> None:
+    from zoo.methods.sae_feature_death import FeatureDeathReport, format_report, plot_report
+    from zoo.methods.sae_feature_death import metrics as M
+
     rep_proc = FeatureDeathReport(models={"encoder": enc}, params=FeatureDeathReport.Params(
         layer=args.layer, max_tokens=args.tokens, n_features=args.features, k=args.k, dec_init=args.dec_init),
         device="cpu", dtype=None)
@@ -72,22 +106,24 @@ def main() -> None:
     print(f"plot: {args.plot}")
 
     print(f"\nCheap spec checks (first {M.CHECK_TOKENS} tokens):")
-    small = FeatureDeathReport(models={"encoder": enc}, params=FeatureDeathReport.Params(), device="cpu", dtype=None)
+    small = FeatureDeathReport(models={"encoder": enc}, params=FeatureDeathReport.Params(dec_init=args.dec_init), device="cpu", dtype=None)
     for fn in (M.gamma_native, M.dead_total_m40, M.dead_relu_m40, M.dead_total_mean_centred_max):
         print(f"  {fn.__name__:32s} {fn(small):.4f}")
 
-    if args.train:
-        tr = CentredTraining(models={"encoder": enc}, params=CentredTraining.Params(steps=args.steps), device="cpu", dtype=None)
-        t0 = time.time()
-        out = tr(seed=0, magnitudes=[0.0, 40.0, 160.0], b_dec_inits=args.inits.split(","), progress=True)
-        cfg = out["config"]
-        print(f"\nTraining dynamics: TopK F={cfg['n_features']} k={cfg['k']}, Adam lr {cfg['lr']}, batch 256, "
-              f"{cfg['steps']} steps, {cfg['n_train']} train / {cfg['n_eval']} eval tokens")
-        print("    m |  gamma | b_dec init | dead init % | dead final % |   FVU | ||b_dec-mu||/||mu||")
-        for r in out["rows"]:
-            print(f"{r['m']:5.0f} | {r['gamma']:6.2f} | {r['b_dec_init']:>10} | {100 * r['dead_init']:11.1f} | "
-                  f"{100 * r['dead_final']:12.1f} | {r['fvu']:5.3f} | {r['b_dec_rel_dist']:.3f}")
-        print(f"[{time.time() - t0:.0f} s]")
+
+def _train(args: argparse.Namespace, enc: object, CentredTraining: type) -> None:
+    tr = CentredTraining(models={"encoder": enc}, params=CentredTraining.Params(steps=args.steps, dec_init=args.dec_init),
+                         device="cpu", dtype=None)
+    t0 = time.time()
+    out = tr(seed=0, magnitudes=[float(v) for v in args.magnitudes.split(",")], b_dec_inits=args.inits.split(","), progress=True)
+    cfg = out["config"]
+    print(f"\nTraining dynamics: TopK F={cfg['n_features']} k={cfg['k']}, Adam lr {cfg['lr']}, batch 256, "
+          f"{cfg['steps']} steps, {cfg['n_train']} train / {cfg['n_eval']} eval tokens, dec_init={args.dec_init}")
+    print("    m |  gamma | b_dec init | dead init % | dead final % |   FVU | ||b_dec-mu||/||mu||")
+    for r in out["rows"]:
+        print(f"{r['m']:5.0f} | {r['gamma']:6.2f} | {r['b_dec_init']:>10} | {100 * r['dead_init']:11.1f} | "
+              f"{100 * r['dead_final']:12.1f} | {r['fvu']:5.3f} | {r['b_dec_rel_dist']:.4f}")
+    print(f"[{time.time() - t0:.0f} s]")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def main() -> None:
     texts = default_corpus()
     emb = cached_embeddings(build_minilm(), texts, progress=True)
     x = emb if args.no_float8 else emb.to(torch.float8_e4m3fn).float()
-    sae = SparseAutoencoder(x.shape[1], args.features, "topk", args.k, seed=args.seed)
+    sae = SparseAutoencoder(x.shape[1], args.features, "topk", args.k, seed=args.seed, dec_init="gaussian")  # the shipped weights
     hist = train_sae(sae, x, TrainConfig(steps=args.steps, batch_size=args.batch_size, b_dec_init="geometric_median",
                                          auxk_alpha=1 / 32, dead_tokens=20 * len(x), seed=args.seed, progress=True,
                                          log_every=500))

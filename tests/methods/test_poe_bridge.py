@@ -150,3 +150,31 @@ def test_top_p_filter_keeps_the_smallest_nucleus():
     assert torch.isfinite(top_p_filter(lg, 0.81))[0].tolist() == [True, True, True, False]
     assert torch.isfinite(top_p_filter(lg, 0.1))[0].tolist() == [True, False, False, False]
     assert torch.equal(top_p_filter(lg, 1.0), lg)
+
+
+def test_toy_equal_dlm_is_a_bidirectional_qwen2_of_the_ar_targets_size():
+    """The toy-equal proposal: same architecture and parameter count as the AR target (equal cost per
+    forward), attention bidirectional (position 0 sees later tokens), read without Dream's shift."""
+    from zoo.common.masked_dlm import MaskedDenoiser
+    from zoo.methods.poe_bridge.toy import build_ar, build_dlm_qwen2
+
+    dlm, ar = build_dlm_qwen2(), build_ar()
+    assert type(dlm) is type(ar)
+    assert [p.shape for p in dlm.parameters()] == [p.shape for p in ar.parameters()]
+    a = torch.tensor([[1, 4, 5, 6, 7, 8]])
+    b = a.clone()
+    b[0, -1] = 9
+    with torch.no_grad():
+        assert (dlm(a).logits[0, 0] - dlm(b).logits[0, 0]).abs().max() > 1e-4  # sees the future
+        assert torch.equal(ar(a).logits[0, 0], ar(b).logits[0, 0])  # the AR does not
+    den = MaskedDenoiser.wrap(dlm)
+    assert den.mask_token_id == 3 and not den.shift_logits
+
+
+def test_toy_equal_variant_answers_additions():
+    import zoo
+
+    pipe = zoo.load("poe-bridge", variant="toy-equal", device="cpu")
+    out = pipe(["347+285=", "999+1"], seed=0)
+    assert [t.split(">")[-1] for t in out.texts] == ["0632", "1000"]
+    assert out.stats[0]["ar_forwards"] < out.stats[0]["new_tokens"]

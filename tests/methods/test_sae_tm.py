@@ -73,6 +73,55 @@ def test_merge_groups_atoms_by_word_vectors():
     assert np.allclose(ts.cluster_mass, 0.5)
 
 
+def test_merge_flavours_paper_vs_repository():
+    """"paper": a topic's word law is the theta_bar-weighted mean of its atoms' *sparsified* rows,
+    k-means with 10 initialisations; "repository" (sae_to_topic.py): the same weighted mean of
+    the *unsparsified* rows B, one k-means++ initialisation (scikit-learn's n_init="auto")."""
+    from sklearn.cluster import KMeans
+
+    from zoo.methods.sae_tm.topics import Interpretation, sparsify_top_mass
+
+    rng = np.random.default_rng(3)
+    K, V = 12, 40
+    B = rng.dirichlet(np.full(V, 0.3), size=K)
+    tb = rng.dirichlet(np.ones(K))
+    wv = rng.normal(size=(V, 5))
+    it = Interpretation(B=B, p0=np.full(V, 1 / V), theta_bar=tb, pi=0.3, losses=[])
+    Bs = sparsify_top_mass(B, 0.9)
+    for flavour, rows, n_init in (("paper", Bs, 10), ("repository", B, 1)):
+        ts = merge_atoms(it, wv, 4, flavour=flavour)
+        lab = KMeans(n_clusters=4, random_state=42, n_init=n_init).fit(Bs @ wv, sample_weight=tb).labels_
+        assert np.array_equal(ts.atom_topic, lab), flavour
+        for t in range(4):
+            m = lab == t
+            assert np.allclose(ts.topic_word[t], (tb[m, None] * rows[m]).sum(0) / tb[m].sum()), flavour
+    # the two readings give different word laws: unsparsified rows keep the tails
+    p, r = merge_atoms(it, wv, 4, flavour="paper"), merge_atoms(it, wv, 4, flavour="repository")
+    assert (r.topic_word > 0).sum() > (p.topic_word > 0).sum()
+
+
+def test_windowed_c_npmi_is_gensims_and_differs_from_document_npmi():
+    """windowed_c_npmi is gensim's c_npmi (10-token sliding windows): on documents shorter than
+    the window it equals document-level NPMI (up to gensim's 1e-12 epsilon), and two words that
+    share every document but always sit 20 tokens apart score 1 at document level and clearly
+    negative with windows (never in one window: -1 up to gensim's epsilon term)."""
+    from zoo.methods.sae_tm import windowed_c_npmi
+
+    short = [["a", "b", "c"], ["a", "b", "d"], ["c", "e"], ["d", "e"], ["a", "c"]]
+    vocab = ["a", "b", "c", "d", "e"]
+    idx = {w: i for i, w in enumerate(vocab)}
+    pres = np.array([[w in d for w in vocab] for d in short])
+    topics = [["a", "b", "c"], ["a", "b", "d"]]  # every pair co-occurs somewhere (the -1 conventions differ)
+    assert math.isclose(windowed_c_npmi(topics, short), npmi_coherence(topics, pres, idx), abs_tol=1e-9)
+    filler = [f"w{i}" for i in range(19)]
+    far = [["x", *filler, "y"] for _ in range(6)] + [["z", *filler] for _ in range(6)]
+    vocab2 = ["x", "y", "z", *filler]
+    pres2 = np.array([[w in d for w in vocab2] for d in far])
+    idx2 = {w: i for i, w in enumerate(vocab2)}
+    assert npmi_coherence([["x", "y"]], pres2, idx2) > 0.99
+    assert windowed_c_npmi([["x", "y"]], far) < -0.5  # never in one window: -1 up to gensim's epsilon term
+
+
 def test_pipeline_small_corpus_and_cli():
     """The procedure runs end to end on real MiniLM embeddings of a few passages with the shipped
     SAE and prints topics; re-topicing changes only the merge."""

@@ -24,7 +24,17 @@ import torch
 
 from registry.contract import factory
 
-__all__ = ["HashTokenizer", "MiniLMEncoder", "build_minilm_encoder", "collect_activations", "minilm_path", "sentence_embeddings", "tokenizer_for"]
+__all__ = [
+    "HashTokenizer",
+    "MiniLMEncoder",
+    "bert_sublayer_streams",
+    "build_minilm_encoder",
+    "collect_activations",
+    "collect_streams",
+    "minilm_path",
+    "sentence_embeddings",
+    "tokenizer_for",
+]
 
 
 class HashTokenizer:
@@ -75,6 +85,17 @@ def _unwrap(model: Any) -> Any:
     return getattr(model, "model", model) if not hasattr(model, "config") else model
 
 
+def _batches(tok: Any, texts: Sequence[str], batch_size: int, max_length: int, device: Any, progress: bool, desc: str):
+    it = range(0, len(texts), batch_size)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc=desc, leave=False)
+    for i in it:
+        enc = tok(list(texts[i : i + batch_size]), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        yield {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
 @torch.no_grad()
 def collect_activations(
     model: Any,
@@ -91,43 +112,81 @@ def collect_activations(
     """Activations of ``layer`` (or of sub-module ``module`` via a forward hook) for every
     non-padding token of ``texts``: a float32 ``(n_tokens, d)`` tensor, in text order,
     truncated to ``max_tokens`` rows if given."""
+    if module is not None:
+        return collect_streams(model, texts, [module], tokenizer=tokenizer, max_length=max_length,
+                               batch_size=batch_size, max_tokens=max_tokens, progress=progress)[module]
     net = _unwrap(model)
     tok = tokenizer or tokenizer_for(model, max_length)
     net.eval()
     device = next(net.parameters()).device
-    captured: list[torch.Tensor] = []
-    handle = None
-    if module is not None:
-        sub = net.get_submodule(module)
-
-        def hook(_m: Any, _inp: Any, out: Any) -> None:
-            captured.append(out[0] if isinstance(out, tuple) else out)
-
-        handle = sub.register_forward_hook(hook)
     rows: list[torch.Tensor] = []
     n = 0
-    it = range(0, len(texts), batch_size)
-    if progress:
-        from tqdm.auto import tqdm
+    for enc in _batches(tok, texts, batch_size, max_length, device, progress, f"activations L{layer}"):
+        out = net(**enc, output_hidden_states=True)
+        rows.append(out.hidden_states[layer][enc["attention_mask"].bool()].float().cpu())
+        n += rows[-1].shape[0]
+        if max_tokens is not None and n >= max_tokens:
+            break
+    x = torch.cat(rows)
+    return x[:max_tokens] if max_tokens is not None else x
 
-        it = tqdm(it, desc=f"activations L{layer if module is None else module}", leave=False)
+
+@torch.no_grad()
+def collect_streams(
+    model: Any,
+    texts: Sequence[str],
+    modules: Sequence[str],
+    *,
+    tokenizer: Any = None,
+    max_length: int = 128,
+    batch_size: int = 16,
+    max_tokens: int | None = None,
+    progress: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Outputs of several sub-modules at once (one forward hook each, one forward pass per
+    batch): ``{module: float32 (n_tokens, d_module)}`` over the non-padding tokens, in text
+    order, truncated to ``max_tokens`` rows. A module returning a tuple contributes its first
+    element (e.g. BERT's self-attention context)."""
+    net = _unwrap(model)
+    tok = tokenizer or tokenizer_for(model, max_length)
+    net.eval()
+    device = next(net.parameters()).device
+    captured: dict[str, torch.Tensor] = {}
+    rows: dict[str, list[torch.Tensor]] = {m: [] for m in modules}
+    handles = []
+    for name in modules:
+        def hook(_m: Any, _inp: Any, out: Any, name: str = name) -> None:
+            captured[name] = out[0] if isinstance(out, tuple) else out
+
+        handles.append(net.get_submodule(name).register_forward_hook(hook))
+    n = 0
     try:
-        for i in it:
-            enc = tok(list(texts[i : i + batch_size]), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-            enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        for enc in _batches(tok, texts, batch_size, max_length, device, progress, f"{len(modules)} streams"):
             captured.clear()
-            out = net(**enc, output_hidden_states=module is None)
-            acts = captured[0] if module is not None else out.hidden_states[layer]
+            net(**enc)
             mask = enc["attention_mask"].bool()
-            rows.append(acts[mask].float().cpu())
-            n += rows[-1].shape[0]
+            for name in modules:
+                rows[name].append(captured[name][mask].float().cpu())
+            n += int(mask.sum())
             if max_tokens is not None and n >= max_tokens:
                 break
     finally:
-        if handle is not None:
-            handle.remove()
-    x = torch.cat(rows)
-    return x[:max_tokens] if max_tokens is not None else x
+        for h in handles:
+            h.remove()
+    return {m: torch.cat(r)[:max_tokens] if max_tokens is not None else torch.cat(r) for m, r in rows.items()}
+
+
+def bert_sublayer_streams(n_layers: int) -> list[str]:
+    """The 1 + 6 * n_layers sub-layer outputs of a BERT encoder (37 for all-MiniLM-L6-v2): the
+    embeddings, then per layer i the self-attention context, the attention output projection
+    (before the residual), the post-attention LayerNorm, the FFN intermediate (GELU), the FFN
+    output projection (before the residual) and the layer output (post-LayerNorm residual)."""
+    out = ["embeddings"]
+    for i in range(n_layers):
+        b = f"encoder.layer.{i}"
+        out += [f"{b}.attention.self", f"{b}.attention.output.dense", f"{b}.attention.output",
+                f"{b}.intermediate", f"{b}.output.dense", f"{b}.output"]
+    return out
 
 
 @torch.no_grad()
@@ -148,14 +207,7 @@ def sentence_embeddings(
     net.eval()
     device = next(net.parameters()).device
     out_rows: list[torch.Tensor] = []
-    it = range(0, len(texts), batch_size)
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, desc="embeddings", leave=False)
-    for i in it:
-        enc = tok(list(texts[i : i + batch_size]), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    for enc in _batches(tok, texts, batch_size, max_length, device, progress, "embeddings"):
         h = net(**enc).last_hidden_state
         m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
         e = (h * m).sum(1) / m.sum(1).clamp_min(1e-9)

@@ -10,7 +10,11 @@
   ``maskgit_plus``: probability of the proposed token; Nie et al. 2025, arXiv 2502.09992, Alg. 5),
   Dream ``topk_margin`` (top-1 minus top-2 probability) and Dream ``entropy`` (negative entropy).
 * :class:`ConfidenceDecoding`: that baseline as a zoo sampler (spec ``dlm-confidence-decoding``).
-* Prompt/tokenizer helpers and :class:`GenerationOutput`, shared by the text samplers.
+* :class:`TinyMaskedLM`: a small bidirectional Transformer mask predictor (optional time input) for
+  CPU toys, and the training losses: :func:`masked_diffusion_loss` (MDLM/LLaDA, 1/t weighting) and
+  :func:`dfm_masked_loss` (the same objective in discrete-flow-matching time, with a kappa schedule).
+* :class:`TextSampler`: prompt/tokenizer plumbing shared by the text samplers (prompted or unconditional
+  generation, model roles named by parameters) and :class:`GenerationOutput`.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from zoo.common.discrete import gumbel_max, top_p_filter
 
 ALGS = ("low_confidence", "maskgit_plus", "topk_margin", "entropy")
 
@@ -155,25 +160,56 @@ def prompt_rows(prompt: Any = None, input_ids: Any = None) -> list[dict[str, Any
 
 
 class TextSampler(Procedure):
-    """Shared plumbing of the text samplers: prompt handling, batch rows, CLI."""
+    """Shared plumbing of the text samplers: prompt handling, batch rows, model roles, CLI.
+
+    * Prompted generation: ``sampler(prompt)`` / ``sampler(input_ids=...)``; each row is decoded with its
+      own generator seeded by ``seed`` (row i of a batch equals row i alone).
+    * Unconditional generation: ``sampler(num_samples=n)`` with neither prompt nor ids; every row starts
+      from BOS only and the ``n`` rows are drawn one after the other from one generator seeded by ``seed``.
+    * Model roles: a subclass names the roles it reads (``roles``); each role's model is looked up under
+      the parameter ``<role>_role`` when the subclass's Params has it (so a spec may call its models
+      anything), else under the role name itself.
+    * Example inputs (conformance checks): the tokenizer's ``example_prompts`` if it has them, else
+      BOS-only rows; the shared base has no task-specific default prompt.
+    """
 
     batch_independent = True
-    default_prompts = ["347+285=", "512+489="]
+    roles: tuple[str, ...] = ()
 
     class Cli(CliInputs):
-        prompt: str = "347+285="
+        prompt: str | None = None  # None: the tokenizer's first example prompt, else unconditional
+        unconditional: bool = False  # BOS-only generation, num_samples rows
+        num_samples: int = Field(1, ge=1, le=100_000)
 
     CliInputs = Cli
+
+    def role(self, name: str) -> Any:
+        """The model playing role ``name`` (key: ``params.<name>_role`` if that parameter exists)."""
+        key = getattr(self.params, f"{name}_role", name)
+        if key not in self.models:
+            raise ValueError(f"{type(self).__name__}: no model for role {name!r} (looked up as {key!r}; "
+                             f"models: {sorted(self.models)}); set the parameter {name}_role")
+        return self.models[key]
 
     def _models_for_tokenizer(self) -> list[Any]:
         return list(self.models.values())
 
-    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None) -> GenerationOutput:
-        """Decode each prompt row independently with its own generator seeded by ``seed``
-        (so row i of a batch equals row i alone)."""
-        rows = self.prompts_to_ids(prompt, input_ids, getattr(self.params, "chat_template", True))
+    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None, num_samples: int = 1) -> GenerationOutput:
+        """Decode each prompt row independently with its own generator seeded by ``seed``; without a prompt,
+        draw ``num_samples`` unconditional rows (BOS only) from one generator seeded by ``seed``."""
         eos = eos_of(self.tokenizer(), *self._models_for_tokenizer())
         outs, stats = [], []
+        if prompt is None and input_ids is None:
+            if num_samples < 1:
+                raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+            bos = self.bos_token_id()
+            g = torch.Generator().manual_seed(seed)
+            for _ in range(num_samples):
+                new, st = self.generate_row([bos], g, eos)
+                outs.append(new)
+                stats.append(st)
+            return GenerationOutput(outs, self.decode(outs), stats)
+        rows = self.prompts_to_ids(prompt, input_ids, getattr(self.params, "chat_template", True))
         for ids in rows:
             new, st = self.generate_row(ids, torch.Generator().manual_seed(seed), eos)
             outs.append(new)
@@ -191,6 +227,19 @@ class TextSampler(Procedure):
             except (ValueError, OSError):
                 self._tok = None
         return self._tok
+
+    def bos_token_id(self) -> int:
+        """BOS id for unconditional generation: the tokenizer's, else the models' config/generation config."""
+        tok = self.tokenizer()
+        if tok is not None and getattr(tok, "bos_token_id", None) is not None:
+            return int(tok.bos_token_id)
+        for m in self._models_for_tokenizer():
+            for holder in (getattr(m, "generation_config", None), getattr(m, "config", None)):
+                b = getattr(holder, "bos_token_id", None)
+                if isinstance(b, int):
+                    return b
+        raise ValueError(f"{type(self).__name__}: unconditional generation needs a BOS token id (tokenizer or model "
+                         "config); pass prompt= or input_ids=")
 
     def prompts_to_ids(self, prompt: Any = None, input_ids: Any = None, chat_template: bool = True) -> list[list[int]]:
         if input_ids is not None:
@@ -213,7 +262,11 @@ class TextSampler(Procedure):
         return [tok.decode(r, skip_special_tokens=True) for r in rows]
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
-        return {"prompt": [self.default_prompts[i % len(self.default_prompts)] for i in range(batch_size)]}
+        """The tokenizer's ``example_prompts`` (cycled), else ``batch_size`` BOS-only rows as ``input_ids``."""
+        prompts = list(getattr(self.tokenizer(), "example_prompts", None) or [])
+        if prompts:
+            return {"prompt": [prompts[i % len(prompts)] for i in range(batch_size)]}
+        return {"input_ids": [[self.bos_token_id()] for _ in range(batch_size)]}
 
     def input_rows(self, inputs):
         return prompt_rows(inputs.get("prompt"), inputs.get("input_ids"))
@@ -222,10 +275,19 @@ class TextSampler(Procedure):
         return split_rows(outputs)
 
     def run_cli(self, inputs, seed: int) -> str:
-        prompt = inputs.prompt if inputs is not None else self.default_prompts[0]
-        out = self(seed=seed, prompt=prompt)
-        text = out.texts[0] if out.texts else repr(out.token_ids[0])
-        return f"{text}\n{summarize_stats(out.stats[0])}"
+        inputs = inputs if inputs is not None else self.Cli()
+        prompt = inputs.prompt
+        if prompt is None and not inputs.unconditional:
+            prompt = next(iter(getattr(self.tokenizer(), "example_prompts", None) or []), None)
+        if inputs.unconditional or prompt is None:
+            out = self(seed=seed, num_samples=inputs.num_samples)
+        else:
+            out = self(seed=seed, prompt=prompt)
+        lines = []
+        for i, st in enumerate(out.stats):
+            text = out.texts[i] if out.texts else repr(out.token_ids[i])
+            lines += [text, summarize_stats(st)]
+        return "\n".join(lines)
 
 
 def summarize_stats(s: dict[str, Any]) -> str:
@@ -273,8 +335,6 @@ def confidence_decode(
     With ``stop_at_eos`` decoding ends early once an EOS is committed with no mask before it.
     Returns the new tokens (cut after the first EOS) and ``{"dlm_forwards": ..., "new_tokens": ...}``.
     """
-    from zoo.methods.poe_bridge.core import gumbel_max, top_p_filter
-
     P = len(prompt_ids)
     mask = denoiser.mask_token_id
     x = torch.tensor([list(prompt_ids) + [mask] * gen_length], dtype=torch.long, device=device)
@@ -322,7 +382,10 @@ def confidence_decode(
 
 class ConfidenceDecoding(TextSampler):
     """The standard masked-DLM decoding baseline (LLaDA low-confidence / Dream entropy & margin),
-    ``tokens_per_step`` tokens per denoiser forward, optional semi-AR blocks. Model role: ``proposal``."""
+    ``tokens_per_step`` tokens per denoiser forward, optional semi-AR blocks. Model role: ``proposal``
+    (its name in the spec: parameter ``proposal_role``)."""
+
+    roles = ("proposal",)
 
     class Params(ProcedureParams):
         max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
@@ -335,6 +398,7 @@ class ConfidenceDecoding(TextSampler):
         chat_template: bool = True
         mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
         shift_logits: bool | None = None
+        proposal_role: str = Field("proposal", min_length=1, description="model role of the masked-diffusion LM")
 
         @model_validator(mode="after")
         def _block(self):
@@ -344,13 +408,121 @@ class ConfidenceDecoding(TextSampler):
 
     def __init__(self, models, params, device="cpu", dtype=None):
         super().__init__(models, params, device, dtype)
-        self.denoiser = MaskedDenoiser.wrap(self.models["proposal"], params.mask_token_id, params.shift_logits)
+        self.proposal = self.role("proposal")
+        self.denoiser = MaskedDenoiser.wrap(self.proposal, params.mask_token_id, params.shift_logits)
 
     def _models_for_tokenizer(self) -> list[Any]:
-        return [self.models["proposal"]]
+        return [self.proposal]
 
     def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None) -> tuple[list[int], dict[str, Any]]:
         p = self.params
-        n_max = resolve_max_new_tokens(p.max_new_tokens, self.models["proposal"])
+        n_max = resolve_max_new_tokens(p.max_new_tokens, self.proposal)
         return confidence_decode(self.denoiser, prompt_ids, n_max, p.tokens_per_step, p.block_length,
                                  p.alg, p.temperature, p.top_p, eos, g, self.device, p.stop_at_eos)
+
+
+# ----------------------------------------------------------------------------- a tiny denoiser and its losses
+class TinyMaskedLM(torch.nn.Module):
+    """A bidirectional Transformer encoder that predicts every position's token: the MDLM/LLaDA mask
+    predictor for CPU toys. ``forward(ids, t=None) -> logits [B, L, V]``.
+
+    Without ``time_conditioning`` it has no time input, as LLaDA (Nie et al. 2025, arXiv 2502.09992:
+    the masked fraction is readable from the input itself). With it, a sinusoidal embedding of
+    ``t in [0, 1]`` (one value per row) goes through a linear layer and is added at every position
+    (MDLM's optional time conditioning, Sahoo et al. 2024, arXiv 2406.07524); ``t=None`` then means t = 0.
+    """
+
+    shift_logits = False
+
+    def __init__(self, vocab_size: int, mask_token_id: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
+                 d_ff: int = 192, max_len: int = 64, time_conditioning: bool = False):
+        super().__init__()
+        from torch import nn
+
+        self.mask_token_id = mask_token_id
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=True,
+                                           activation="gelu")
+        self.encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        # created last, and only when asked: a model without time input keeps its parameters and init
+        self.time_proj = nn.Linear(d_model, d_model) if time_conditioning else None
+
+    def time_embedding(self, t: torch.Tensor) -> torch.Tensor:
+        """Sinusoidal features ``[B, d_model]`` of ``t [B]`` (frequencies 1 .. 1e4, as the Transformer's)."""
+        d = self.tok.embedding_dim
+        half = d // 2
+        freqs = torch.exp(-torch.arange(half, dtype=torch.float32, device=t.device) * (torch.log(torch.tensor(1e4)) / max(half - 1, 1)))
+        ang = t.float().reshape(-1, 1) * 1000.0 * freqs
+        emb = torch.cat([ang.sin(), ang.cos()], -1)
+        return torch.nn.functional.pad(emb, (0, d - emb.shape[-1]))
+
+    def forward(self, input_ids: torch.Tensor, t: torch.Tensor | float | None = None) -> torch.Tensor:
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
+        h = self.tok(input_ids) + self.pos(pos)[None]
+        if self.time_proj is not None:
+            tt = torch.zeros(input_ids.shape[0], device=input_ids.device) if t is None else torch.as_tensor(
+                t, dtype=torch.float32, device=input_ids.device).reshape(-1).expand(input_ids.shape[0])
+            h = h + self.time_proj(self.time_embedding(tt))[:, None]
+        return self.head(self.norm(self.encoder(h)))
+
+
+def mask_tokens(x0: torch.Tensor, t: torch.Tensor, mask_token_id: int, generator: torch.Generator | None = None,
+                keep_prefix: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The absorbing forward process: each token of ``x0 [B, L]`` becomes ``mask_token_id`` independently
+    with probability ``t [B, 1]`` (the first ``keep_prefix`` positions, e.g. a prompt, never). Returns
+    ``(x_t, masked)``. One ``torch.rand(x0.shape)`` draw from ``generator``."""
+    masked = torch.rand(x0.shape, generator=generator) < t
+    if keep_prefix:
+        masked[:, :keep_prefix] = False
+    return torch.where(masked, torch.full_like(x0, mask_token_id), x0), masked
+
+
+def masked_diffusion_loss(logits: torch.Tensor, x0: torch.Tensor, masked: torch.Tensor, t: torch.Tensor,
+                          weighting: Literal["elbo", "none"] = "elbo", normalizer: float | None = None) -> torch.Tensor:
+    """The MDLM/LLaDA objective: ``sum_{b,i} w(t_b) 1[masked_bi] (-log p(x0_bi | x_t)) / normalizer``.
+
+    ``weighting="elbo"``: ``w(t) = 1/t``, the continuous-time ELBO of the linear masking schedule
+    ``alpha_t = 1 - t`` (Sahoo et al. 2024, arXiv 2406.07524, eq. 10; LLaDA, arXiv 2502.09992, eq. 3);
+    ``"none"``: plain cross-entropy on the masked positions. ``normalizer`` defaults to ``B * L`` (LLaDA
+    divides by the sequence length, then averages over the batch). ``t`` is ``[B]`` or ``[B, 1]``.
+    """
+    if weighting not in ("elbo", "none"):
+        raise ValueError(f"unknown weighting {weighting!r}; 'elbo' or 'none'")
+    B, L = x0.shape
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x0, reduction="none")
+    per_token = ce * masked
+    if weighting == "elbo":
+        per_token = per_token / t.reshape(B, 1)
+    return per_token.sum() / (normalizer if normalizer is not None else B * L)
+
+
+def kappa_schedule(s: torch.Tensor, power: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Discrete-flow-matching mixture schedule ``kappa(s) = s**power`` and its derivative (Gat et al. 2024,
+    arXiv 2407.15595, polynomial schedulers): at time ``s`` a token is the data token with probability
+    ``kappa(s)`` and the mask (source) otherwise, so ``s = 0`` is all masks and ``s = 1`` the data."""
+    return s**power, power * s ** (power - 1)
+
+
+def dfm_masked_loss(logits: torch.Tensor, x1: torch.Tensor, masked: torch.Tensor, s: torch.Tensor,
+                    power: float = 1.0, weighting: Literal["elbo", "cross_entropy"] = "elbo",
+                    normalizer: float | None = None) -> torch.Tensor:
+    """The masked objective in discrete-flow-matching time (data at ``s = 1``): masked positions at time
+    ``s`` have probability ``1 - kappa(s)``.
+
+    ``weighting="elbo"``: ``kappa'(s) / (1 - kappa(s))`` per masked token, the generalized-KL / ELBO weight
+    of mixture paths (Shaul et al. 2024, arXiv 2412.03487, eq. for the mixture path; for ``power = 1`` it
+    is ``1 / (1 - s) = 1 / t`` with ``t = 1 - s``, i.e. exactly :func:`masked_diffusion_loss`);
+    ``"cross_entropy"``: Gat et al.'s unweighted cross-entropy on masked tokens.
+    """
+    B = x1.shape[0]
+    if weighting == "cross_entropy":
+        return masked_diffusion_loss(logits, x1, masked, s, "none", normalizer)
+    if weighting != "elbo":
+        raise ValueError(f"unknown weighting {weighting!r}; 'elbo' or 'cross_entropy'")
+    k, dk = kappa_schedule(s.reshape(B, 1).double(), power)
+    w = (dk / (1.0 - k)).to(logits.dtype)
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x1, reduction="none")
+    return ((ce * masked) * w).sum() / (normalizer if normalizer is not None else B * x1.shape[1])

@@ -14,9 +14,14 @@ evaluating sparse autoencoders" for TopK / AuxK; Bussmann et al. 2024 for BatchT
 * decoder          x_hat = W_dec z + b_dec,                  W_dec in R^{d x F}, unit-norm columns
 * loss             ||x - x_hat||^2 (+ alpha * AuxK  |  + l1 * sum_f z_f ||W_dec[:, f]|| for ReLU)
 
-Standard init (the paper's "b_dec = 0" baseline, github.com/ElanaPearl/sae-feature-death demo):
-W_dec columns random Gaussian normalised to unit norm, ``W_enc = W_dec^T``, ``b_enc = 0``,
-``b_dec = 0``.
+Standard init (the paper's "b_dec = 0" baseline, github.com/ElanaPearl/sae-feature-death
+``demo.ipynb``): W_dec columns random, normalised to unit norm, ``W_enc = W_dec^T``,
+``b_enc = 0``, ``b_dec = 0``. The random columns are, by default (``dec_init="uniform"``), the
+authors' ``nn.Linear`` init (kaiming-uniform U(-1/sqrt(F), 1/sqrt(F)) entries, drawn after the
+encoder's ``nn.Linear(d, F)`` as in the demo, so ``seed=s`` gives exactly the demo's SAE after
+``torch.manual_seed(s)``; dictionary_learning and sparsify also start from ``nn.Linear``
+weights); ``dec_init="gaussian"`` draws isotropic directions, the assumption behind the closed
+forms Phi(-C/gamma) and Phi(t_k - C/gamma).
 
 **Centred parameterisation.** ``b_dec`` is stored as ``center`` (a buffer, fixed at init: 0,
 the data mean or the geometric median) plus ``b_dec_delta`` (the trained parameter), and every
@@ -93,7 +98,7 @@ def init_center(x: torch.Tensor, how: BDecInit) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- the module
 
-DecInit = Literal["gaussian", "uniform"]
+DecInit = Literal["uniform", "gaussian"]
 
 
 class SparseAutoencoder(nn.Module):
@@ -105,10 +110,10 @@ class SparseAutoencoder(nn.Module):
     """
 
     def __init__(self, d_in: int, n_features: int, arch: Arch = "topk", k: int = 32, seed: int = 0,
-                 dec_init: DecInit = "gaussian"):
+                 dec_init: DecInit = "uniform"):
         super().__init__()
-        if dec_init not in ("gaussian", "uniform"):
-            raise ValueError(f"dec_init must be gaussian or uniform, not {dec_init!r}")
+        if dec_init not in ("uniform", "gaussian"):
+            raise ValueError(f"dec_init must be uniform (the authors' nn.Linear init) or gaussian, not {dec_init!r}")
         self.dec_init = dec_init
         if arch not in ("relu", "topk", "batchtopk"):
             raise ValueError(f"arch must be relu, topk or batchtopk, not {arch!r}")
@@ -129,16 +134,26 @@ class SparseAutoencoder(nn.Module):
     def reset_parameters(self, seed: int = 0) -> None:
         """Standard init: unit-norm random decoder columns, W_enc = W_dec^T, b_enc = 0, b_dec = 0.
 
+        ``dec_init="uniform"`` (default, the authors' demo): the generator seeded with ``seed``
+        first draws an ``nn.Linear(d, F)`` encoder (weight and bias, discarded: W_enc is tied to
+        W_dec^T and b_enc = 0), then the ``nn.Linear(F, d, bias=False)`` decoder weight
+        (d x F) with ``nn.init.kaiming_uniform_(a=sqrt(5))``, i.e. U(-1/sqrt(F), 1/sqrt(F)),
+        exactly the draws of ``TopKSAE(d, F, k)`` after ``torch.manual_seed(seed)`` in
+        github.com/ElanaPearl/sae-feature-death ``demo.ipynb``. Its columns are not isotropic:
+        projections onto a coordinate-aligned outlier are lighter-tailed than Gaussian, so
+        fewer features are dead-by-TopK than the closed form predicts.
         ``dec_init="gaussian"`` draws isotropic directions (each coordinate of a column is then
-        ~N(0, 1/d), the assumption behind the closed forms Phi(-C/gamma), Phi(t_k - C/gamma));
-        ``"uniform"`` draws U(-1, 1) entries before normalising (what nn.Linear-style
-        initialisations give), whose lighter-tailed projections onto the outlier direction leave
-        fewer features dead-by-TopK (measured in docs/methods/sae-feature-death.md)."""
+        ~N(0, 1/d)), the assumption behind the closed forms Phi(-C/gamma), Phi(t_k - C/gamma)."""
         g = torch.Generator().manual_seed(int(seed))
+        d, F = self.d_in, self.n_features
         if self.dec_init == "uniform":
-            w = torch.rand(self.d_in, self.n_features, generator=g, dtype=torch.float32) * 2 - 1
+            enc_w = torch.empty(F, d)
+            nn.init.kaiming_uniform_(enc_w, a=math.sqrt(5), generator=g)
+            nn.init.uniform_(torch.empty(F), -1 / math.sqrt(d), 1 / math.sqrt(d), generator=g)
+            w = torch.empty(d, F)
+            nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=g)
         else:
-            w = torch.randn(self.d_in, self.n_features, generator=g, dtype=torch.float32)
+            w = torch.randn(d, F, generator=g, dtype=torch.float32)
         w = w / torch.linalg.vector_norm(w, dim=0, keepdim=True)
         self.W_dec.copy_(w)
         self.W_enc.copy_(w.T)
@@ -231,12 +246,14 @@ class SAEConfig(FactoryParams):
 
 class SeededSAEConfig(SAEConfig):
     seed: int = Field(0, ge=0, le=2**63 - 1)
+    dec_init: DecInit = "uniform"
 
 
 @factory(params=SeededSAEConfig)
-def build_sae(d_in: int = 384, n_features: int = 256, arch: Arch = "topk", k: int = 8, seed: int = 0) -> SparseAutoencoder:
+def build_sae(d_in: int = 384, n_features: int = 256, arch: Arch = "topk", k: int = 8, seed: int = 0,
+              dec_init: DecInit = "uniform") -> SparseAutoencoder:
     """Factory for specs (``source: zoo``): a standard-init SAE (weights are loaded by the engine)."""
-    return SparseAutoencoder(d_in=d_in, n_features=n_features, arch=arch, k=k, seed=seed)
+    return SparseAutoencoder(d_in=d_in, n_features=n_features, arch=arch, k=k, seed=seed, dec_init=dec_init)
 
 
 # ----------------------------------------------------------------------------- trainer

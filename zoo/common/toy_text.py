@@ -1,5 +1,5 @@
 """A toy reasoning task with checkable answers and its character tokenizer, shared by the
-discrete-LM methods' CPU variants (PoE-Bridge first).
+discrete-LM methods' CPU variants (PoE-Bridge first), and a general symbol tokenizer for other toys.
 
 Task: column addition of two ``digits``-digit numbers, written out step by step from the least
 significant column, each step ``a+b+carry=ss;``, then ``>`` and the zero-padded sum::
@@ -20,40 +20,52 @@ SPECIALS = ["<pad>", "<bos>", "<eos>", "<mask>"]
 CHARS = list("0123456789+=;>")
 
 
-class ArithTokenizer:
-    """Character tokenizer of the toy task: ``<pad> <bos> <eos> <mask> 0-9 + = ; >`` (18 ids).
-
-    ``encode`` is lenient with prompts: any text containing ``A + B`` (e.g. "What is 17+23?") becomes
-    the canonical prompt ``<bos>017+023=`` so that ``pipe("17+23")`` works.
+class SymbolTokenizer:
+    """A general character/symbol tokenizer for toy tasks: ids ``0..3`` are ``<pad> <bos> <eos> <mask>``,
+    then one id per symbol of ``symbols`` (single characters, or multi-character symbols matched
+    longest-first). ``encode(text)`` prepends ``<bos>``; ``decode`` stops at ``<eos>`` and drops specials
+    when ``skip_special_tokens``. ``example_prompts`` (optional) are what the samplers' conformance
+    checks and CLI use when no prompt is given.
     """
 
-    def __init__(self, digits: int = 3):
-        self.digits = digits
-        self.vocab = SPECIALS + CHARS
+    def __init__(self, symbols, example_prompts: tuple[str, ...] = ()):
+        symbols = list(symbols)
+        if len(set(symbols)) != len(symbols) or any(not s for s in symbols):
+            raise ValueError("symbols must be distinct non-empty strings")
+        clash = set(symbols) & set(SPECIALS)
+        if clash:
+            raise ValueError(f"symbols may not be special tokens: {sorted(clash)}")
+        self.vocab = SPECIALS + symbols
         self.stoi = {s: i for i, s in enumerate(self.vocab)}
         self.pad_token_id, self.bos_token_id, self.eos_token_id, self.mask_token_id = 0, 1, 2, 3
         self.vocab_size = len(self.vocab)
+        self.example_prompts = tuple(example_prompts)
+        self._by_length = sorted(symbols, key=len, reverse=True)
+        self._single_chars = all(len(sym) == 1 for sym in symbols)
 
     def __len__(self) -> int:
         return self.vocab_size
 
-    def canonical_prompt(self, text: str) -> str:
-        m = re.search(r"(\d+)\s*\+\s*(\d+)", text)
-        if m is None:
-            raise ValueError(f"the toy variant answers additions like '347+285', got {text!r}")
-        a, b = int(m.group(1)), int(m.group(2))
-        lim = 10**self.digits
-        if a >= lim or b >= lim:
-            raise ValueError(f"the toy variant adds numbers below {lim}, got {a}+{b}")
-        return f"{a:0{self.digits}d}+{b:0{self.digits}d}="
+    def encode_raw(self, text: str) -> list[int]:
+        """Ids of ``text`` (no BOS); an unknown character is an error naming its position."""
+        if self._single_chars:  # fast path (training scripts encode every example)
+            try:
+                return [self.stoi[ch] for ch in text]
+            except KeyError:
+                pass  # fall through for the positioned error
+        out, i = [], 0
+        while i < len(text):
+            for sym in self._by_length:
+                if text.startswith(sym, i):
+                    out.append(self.stoi[sym])
+                    i += len(sym)
+                    break
+            else:
+                raise ValueError(f"character {text[i]!r} at position {i} is not in the tokenizer's symbols")
+        return out
 
     def encode(self, text: str, add_bos: bool = True) -> list[int]:
-        """Token ids of a prompt (canonicalised) with a leading ``<bos>``."""
-        body = self.canonical_prompt(text)
-        return ([self.bos_token_id] if add_bos else []) + [self.stoi[ch] for ch in body]
-
-    def encode_raw(self, text: str) -> list[int]:
-        return [self.stoi[ch] for ch in text]
+        return ([self.bos_token_id] if add_bos else []) + self.encode_raw(text)
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         out = []
@@ -69,6 +81,33 @@ class ArithTokenizer:
                 continue
             out.append(s)
         return "".join(out)
+
+
+class ArithTokenizer(SymbolTokenizer):
+    """Character tokenizer of the toy task: ``<pad> <bos> <eos> <mask> 0-9 + = ; >`` (18 ids).
+
+    ``encode`` is lenient with prompts: any text containing ``A + B`` (e.g. "What is 17+23?") becomes
+    the canonical prompt ``<bos>017+023=`` so that ``pipe("17+23")`` works.
+    """
+
+    def __init__(self, digits: int = 3):
+        super().__init__(CHARS, example_prompts=("347+285=", "512+489="))
+        self.digits = digits
+
+    def canonical_prompt(self, text: str) -> str:
+        m = re.search(r"(\d+)\s*\+\s*(\d+)", text)
+        if m is None:
+            raise ValueError(f"the toy variant answers additions like '347+285', got {text!r}")
+        a, b = int(m.group(1)), int(m.group(2))
+        lim = 10**self.digits
+        if a >= lim or b >= lim:
+            raise ValueError(f"the toy variant adds numbers below {lim}, got {a}+{b}")
+        return f"{a:0{self.digits}d}+{b:0{self.digits}d}="
+
+    def encode(self, text: str, add_bos: bool = True) -> list[int]:
+        """Token ids of a prompt (canonicalised) with a leading ``<bos>``."""
+        body = self.canonical_prompt(text)
+        return ([self.bos_token_id] if add_bos else []) + self.encode_raw(body)
 
 
 def solution(a: int, b: int, digits: int = 3) -> str:

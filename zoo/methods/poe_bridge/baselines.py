@@ -8,25 +8,27 @@ import torch
 from pydantic import Field
 
 from registry.contract import ProcedureParams
+from zoo.common.ar_cache import CacheFactory, ar_forward, cache_kwarg, new_cache
+from zoo.common.discrete import gumbel_max, top_p_filter
 from zoo.common.masked_dlm import TextSampler, resolve_max_new_tokens
-
-from .core import gumbel_max, top_p_filter
-from .sampler import ar_forward, cache_kwarg, new_cache
 
 
 class ARDecoding(TextSampler):
-    """Token-by-token decoding of the causal LM ``target``."""
+    """Token-by-token decoding of the causal LM ``target`` (role name: parameter ``target_role``);
+    ``cache_factory`` replaces the default ``DynamicCache``."""
 
     class Params(ProcedureParams):
         max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's generation_config, else 256")
         temperature: float = Field(0.0, ge=0, le=100)
         top_p: float = Field(1.0, gt=0, le=1)
         chat_template: bool = True
+        target_role: str = Field("target", min_length=1, description="model role of the causal LM")
 
-    def __init__(self, models, params, device="cpu", dtype=None):
+    def __init__(self, models, params, device="cpu", dtype=None, cache_factory: CacheFactory | None = None):
         super().__init__(models, params, device, dtype)
-        self.target = self.models["target"]
+        self.target = self.role("target")
         self._kw = cache_kwarg(self.target)
+        self.cache_factory = cache_factory
 
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target]
@@ -35,7 +37,7 @@ class ARDecoding(TextSampler):
     def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None):
         p = self.params
         n_max = resolve_max_new_tokens(p.max_new_tokens, self.target)
-        cache = new_cache(self.target)
+        cache = new_cache(self.target, self.cache_factory)
         feed = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
         new: list[int] = []
         forwards = 0

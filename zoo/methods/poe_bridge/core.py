@@ -15,7 +15,8 @@ targets", ICML 2026, arXiv 2606.08048; code https://github.com/juntongshi48/poe-
 * ladder:     lanes 0..n_low-2 at tau_low, lanes n_low-1..K-1 = linspace(tau_low, tau_high, K-n_low+1)
               (``anneal_temp``), else n_low lanes at tau_low and the rest at tau_high.
 
-Every function works on batched torch tensors whose last dimension is the vocabulary.
+Every function works on batched torch tensors whose last dimension is the vocabulary. The discrete
+samplers (Gumbel-max, categorical, top-p) are :mod:`zoo.common.discrete`.
 """
 from __future__ import annotations
 
@@ -23,7 +24,17 @@ from dataclasses import dataclass
 
 import torch
 
-NEG_INF = float("-inf")
+# the discrete samplers live in zoo.common.discrete (shared with the other text samplers); re-exported here
+from zoo.common.discrete import (  # noqa: F401
+    NEG_INF,
+    categorical,
+    draft_logits,
+    gumbel_max,
+    tempered,
+    top_p_filter,
+    uniform,
+)
+from zoo.common.discrete import as_col as _as_col
 
 
 # ----------------------------------------------------------------------------- the bridge
@@ -41,58 +52,6 @@ def poe_logits(dlm_logits: torch.Tensor, ar_logits: torch.Tensor, w: float, tau:
     else:
         mixed = w * dlm_logits + (1.0 - w) * ar_logits
     return mixed / _as_col(tau, mixed)
-
-
-def _as_col(tau: float | torch.Tensor, ref: torch.Tensor) -> torch.Tensor | float:
-    """Broadcast a per-lane temperature ``[K]`` against ``[K, ..., V]`` tensors."""
-    if isinstance(tau, torch.Tensor):
-        return tau.to(ref.dtype).reshape(tau.shape + (1,) * (ref.dim() - tau.dim()))
-    return tau
-
-
-def tempered(logits: torch.Tensor, tau: float | torch.Tensor) -> torch.Tensor:
-    return logits / _as_col(tau, logits)
-
-
-def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Nucleus truncation: keep the smallest set of tokens whose probability reaches ``top_p``
-    (the most likely token is always kept); the others get ``-inf``."""
-    if top_p >= 1.0:
-        return logits
-    sorted_logits, idx = torch.sort(logits, dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    cum = probs.cumsum(-1)
-    remove = (cum - probs) >= top_p  # mass strictly before this token already reaches top_p
-    remove[..., 0] = False
-    sorted_logits = sorted_logits.masked_fill(remove, NEG_INF)
-    out = torch.empty_like(logits)
-    out.scatter_(-1, idx, sorted_logits)
-    return out
-
-
-def uniform(shape, generator: torch.Generator | None, device) -> torch.Tensor:
-    """float64 U[0,1) drawn from ``generator`` on the generator's own device, then moved to ``device``
-    (a CPU generator keeps results identical across CPU and CUDA runs)."""
-    gdev = generator.device if generator is not None else torch.device(device)
-    return torch.rand(shape, generator=generator, dtype=torch.float64, device=gdev).to(device)
-
-
-def gumbel_max(logits: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One sample per row of softmax(logits) by the Gumbel-max trick (noise in float64, as LLaDA)."""
-    u = uniform(logits.shape, generator, logits.device)
-    e = -torch.log(u.clamp_min(1e-300))  # Exp(1)
-    g = -torch.log(e.clamp_min(1e-300))  # Gumbel(0, 1)
-    return (logits.double() + g).argmax(-1)
-
-
-def categorical(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One sample per row of an (unnormalised, non-negative) probability table by inverse CDF."""
-    p = probs.double()
-    cdf = p.cumsum(-1)
-    total = cdf[..., -1:]
-    u = uniform(p.shape[:-1] + (1,), generator, p.device) * total
-    idx = torch.searchsorted(cdf.contiguous(), u.contiguous(), right=True).squeeze(-1)
-    return idx.clamp_max(p.shape[-1] - 1)
 
 
 # ----------------------------------------------------------------------------- stage 1

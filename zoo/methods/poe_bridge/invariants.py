@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 
 from registry.contract import invariant
 
+from zoo.common.discrete import gumbel_max
+
 from .core import (
     acceptance_prob,
     exact_log_weights,
-    gumbel_max,
     normalized_weights,
     poe_logits,
     residual,
@@ -339,7 +340,7 @@ def kv_cache_crop_equals_fresh_forward(seed, lanes, window):
     """After a window (lanes repeated, one lane selected, cache cropped to committed - 1) the AR's
     next-token logits from the cache equal those of a fresh forward on the committed sequence: no
     cached position holds KV computed from a rejected draft."""
-    from .sampler import ar_forward, new_cache
+    from zoo.common.ar_cache import ar_forward, new_cache
 
     smp = _tiny_sampler(n_lanes=lanes, verify_window=window, max_lookahead=12, mixture_weight=0.3, max_new_tokens=12)
     checks = []

@@ -25,7 +25,12 @@ Departures (documented in docs/methods/poe-bridge.md):
 * the repository force-accepts the first token when a draft contains EOS; here an accepted EOS simply
   ends the block (the rule stays exact);
 * the AR cache always holds ``committed - 1`` positions (the last committed token is re-fed), so no
-  "remembered bonus logit" is needed.
+  "remembered bonus logit" is needed;
+* ``top_p_order``: the nucleus is taken on the tempered draft law (default) or, as the repository's
+  ``sample_with_gumbel`` does, on the untempered DLM logits before the lane temperature
+  (``before_temperature``, used by the ``poe-bridge-repo`` sampler); see :func:`zoo.common.discrete.draft_logits`.
+
+Discrete sampling comes from :mod:`zoo.common.discrete`, the AR cache helpers from :mod:`zoo.common.ar_cache`.
 """
 from __future__ import annotations
 
@@ -35,85 +40,34 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import ProcedureParams
+from zoo.common.ar_cache import (
+    CacheFactory,
+    ar_forward,
+    cache_crop,
+    cache_kwarg,
+    cache_len,
+    cache_repeat,
+    cache_select,
+    new_cache,
+)
+from zoo.common.discrete import TopPOrder, categorical, draft_logits, gumbel_max, tempered
 from zoo.common.masked_dlm import MaskedDenoiser, TextSampler, resolve_max_new_tokens
 
 from .core import (
     exact_log_weights,
-    gumbel_max,
     normalized_weights,
-    categorical,
     poe_logits,
     repo_energy,
     speculative_verify,
     temperature_ladder,
-    top_p_filter,
 )
-
-
-# ----------------------------------------------------------------------------- AR cache helpers
-def new_cache(model: Any):
-    """A fresh ``DynamicCache`` (or the model's own ``zoo_new_cache()`` for non-transformers targets)."""
-    if hasattr(model, "zoo_new_cache"):
-        return model.zoo_new_cache()
-    from transformers import DynamicCache
-
-    try:
-        return DynamicCache(config=model.config)
-    except TypeError:  # older signatures
-        return DynamicCache()
-
-
-def cache_kwarg(model: Any) -> str:
-    """``cache`` (transformers >= 5.2x) or ``past_key_values`` (older 5.x), by the forward signature."""
-    import inspect
-
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return "past_key_values"
-    return "cache" if "cache" in params else "past_key_values"
-
-
-def ar_forward(model: Any, input_ids: torch.Tensor, cache: Any, kwarg: str | None = None):
-    """One AR forward that appends to ``cache`` in place and returns the logits."""
-    kw = {kwarg or cache_kwarg(model): cache}
-    return model(input_ids=input_ids, use_cache=True, **kw).logits
-
-
-def cache_crop(cache: Any, length: int) -> None:
-    """Crop the cache to ``length`` positions. Uses the negative form (tokens to remove), the only one
-    that means the same in every transformers 5.x (positive values are absolute lengths before 5.2x and
-    errors after)."""
-    extra = cache_len(cache) - length
-    if extra > 0:
-        cache.crop(-extra)
-
-
-def cache_len(cache: Any) -> int:
-    return 0 if cache is None else int(cache.get_seq_length())
-
-
-def cache_select(cache: Any, index: int) -> None:
-    """Keep batch row ``index`` only (in place)."""
-    cache.batch_select_indices(torch.tensor([index], device=_cache_device(cache)))
-
-
-def cache_repeat(cache: Any, k: int) -> None:
-    if k > 1:
-        cache.batch_repeat_interleave(k)
-
-
-def _cache_device(cache: Any):
-    for layer in getattr(cache, "layers", []):
-        keys = getattr(layer, "keys", None)
-        if isinstance(keys, torch.Tensor):
-            return keys.device
-    return "cpu"
 
 
 class PoEBridgeSampler(TextSampler):
     """PoE-Bridge decoding (paper Alg. 1). Model roles: ``proposal`` (masked-diffusion LM) and
-    ``target`` (causal LM) sharing a tokenizer on the first ``vocab_limit`` ids."""
+    ``target`` (causal LM) sharing a tokenizer on the first ``vocab_limit`` ids; the role names are the
+    parameters ``proposal_role`` / ``target_role``. ``cache_factory`` (a zero-argument callable returning
+    a transformers ``Cache``) replaces the target's default ``DynamicCache``."""
 
     class Params(ProcedureParams):
         mixture_weight: float = Field(0.3, ge=0, le=1, description="PoE weight w on the DLM (0: AR, 1: DLM)")
@@ -125,6 +79,9 @@ class PoEBridgeSampler(TextSampler):
         verify_window: int = Field(32, ge=1, le=4096, description="V: positions verified per AR forward")
         max_lookahead: int = Field(256, ge=1, le=4096, description="M: masked positions per DLM forward")
         top_p: float = Field(0.95, gt=0, le=1, description="nucleus truncation of the drafts")
+        top_p_order: TopPOrder = Field(
+            "after_temperature", description="nucleus of the tempered draft law (this project) or of the untempered "
+            "DLM logits, then tempered ('before_temperature', the repository's order)")
         lane_choice: Literal["multinomial_exact", "argmax_logit_diff"] = Field(
             "multinomial_exact", description="paper's importance resampling, or the repository's best-of-K"
         )
@@ -138,6 +95,8 @@ class PoEBridgeSampler(TextSampler):
         chat_template: bool = True
         mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
         shift_logits: bool | None = Field(None, description="None: infer (True for Dream)")
+        proposal_role: str = Field("proposal", min_length=1, description="model role of the masked-diffusion LM")
+        target_role: str = Field("target", min_length=1, description="model role of the causal LM")
 
         @model_validator(mode="after")
         def _consistent(self):
@@ -149,16 +108,18 @@ class PoEBridgeSampler(TextSampler):
                 raise ValueError("verify_window must be <= max_lookahead")
             return self
 
-    def __init__(self, models, params, device="cpu", dtype=None):
+    def __init__(self, models, params, device="cpu", dtype=None, cache_factory: CacheFactory | None = None):
         super().__init__(models, params, device, dtype)
-        self.target = self.models["target"]
-        self.denoiser = MaskedDenoiser.wrap(self.models["proposal"], params.mask_token_id, params.shift_logits)
+        self.target = self.role("target")
+        self.proposal = self.role("proposal")
+        self.denoiser = MaskedDenoiser.wrap(self.proposal, params.mask_token_id, params.shift_logits)
         self.taus = temperature_ladder(params.n_lanes, params.n_low_temp, params.temp_low, params.temp_high, params.anneal_temp)
         self._cache_kw = cache_kwarg(self.target)
+        self.cache_factory = cache_factory
         self.trace_hook = None  # tests: called after every window with (committed ids, cache, stats)
 
     def _models_for_tokenizer(self) -> list[Any]:
-        return [self.target, self.models["proposal"]]  # the AR target's tokenizer (Dream's is remote code)
+        return [self.target, self.proposal]  # the AR target's tokenizer (Dream's is remote code)
 
     def _vocab(self, dlm_vocab: int) -> int:
         """The shared vocabulary prefix: ``vocab_limit`` or the smaller of the two models' vocabularies."""
@@ -176,9 +137,9 @@ class PoEBridgeSampler(TextSampler):
         taus = torch.tensor(self.taus, dtype=torch.float32, device=dev)
         x = list(prompt_ids)
         P = len(x)
-        L = P + resolve_max_new_tokens(p.max_new_tokens, self.target, self.models["proposal"])
+        L = P + resolve_max_new_tokens(p.max_new_tokens, self.target, self.proposal)
         mask_id = self.denoiser.mask_token_id
-        cache = new_cache(self.target)
+        cache = new_cache(self.target, self.cache_factory)
         st: dict[str, Any] = {"dlm_forwards": 0, "ar_forwards": 0, "windows": 0, "accepted_tokens": 0,
                               "corrections": 0, "accepted_per_window": [], "emitted_per_window": [], "lanes_chosen": []}
         done = False
@@ -196,8 +157,8 @@ class PoEBridgeSampler(TextSampler):
                 # AR forward on all lanes (shared prefix cache repeated K times)
                 m = cache_len(cache)
                 feed = torch.tensor(x[m:c], dtype=torch.long, device=dev)
-                # drafts: Gumbel-max per lane temperature with top-p on the draft logits
-                q_logits = top_p_filter(torch.log_softmax(ld.unsqueeze(0) / taus.view(K, 1, 1), -1), p.top_p)
+                # drafts: Gumbel-max per lane temperature with top-p on the draft logits (order: top_p_order)
+                q_logits = draft_logits(ld.unsqueeze(0), taus, p.top_p, p.top_p_order)
                 drafts = gumbel_max(q_logits, g)  # [K, Wn]
                 inp = torch.cat([feed.unsqueeze(0).expand(K, -1), drafts], 1)
                 cache_repeat(cache, K)
@@ -209,7 +170,7 @@ class PoEBridgeSampler(TextSampler):
                 # stage 1: D -> PoE at each lane's temperature
                 plog = torch.log_softmax(poe_logits(ldv.unsqueeze(0).expand(K, -1, -1), la, p.mixture_weight, taus), -1)
                 q_acc = torch.softmax(q_logits, -1) if p.accept_with_truncated_q else torch.softmax(
-                    ldv.unsqueeze(0) / taus.view(K, 1, 1), -1)
+                    tempered(ldv.unsqueeze(0), taus), -1)
                 if p.stage1 == "speculative":
                     res = speculative_verify(drafts, q_acc, plog.exp(), g, eos)
                 else:  # direct D -> A importance sampling: keep every draft, weigh lanes by p_A / q

@@ -10,7 +10,10 @@ from pydantic import Field
 from torch import nn
 
 from registry.contract import FactoryParams, factory
+from zoo.common.masked_dlm import TinyMaskedLM
 from zoo.common.toy_text import ArithTokenizer
+
+__all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm"]
 
 TOY_MAX_NEW_TOKENS = 40  # answer (33 tokens for 3 digits) + EOS padding, the DLM's training length
 AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
@@ -58,37 +61,44 @@ def build_ar(digits: int = 3, **config) -> nn.Module:
     return model
 
 
-class TinyMaskedLM(nn.Module):
-    """A bidirectional Transformer encoder that predicts every position's token (MDLM/LLaDA-style
-    mask predictor; no time input, as LLaDA). ``forward(ids) -> logits [B, L, V]``."""
-
-    shift_logits = False
-
-    def __init__(self, vocab_size: int, mask_token_id: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 d_ff: int = 192, max_len: int = 64):
-        super().__init__()
-        self.mask_token_id = mask_token_id
-        self.tok = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(max_len, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=True,
-                                           activation="gelu")
-        self.encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size, bias=False)
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
-        h = self.tok(input_ids) + self.pos(pos)[None]
-        return self.head(self.norm(self.encoder(h)))
-
-
 @factory(params=ToyDLMConfig)
 def build_dlm(digits: int = 3, **config) -> nn.Module:
+    """Tiny :class:`~zoo.common.masked_dlm.TinyMaskedLM` (no time input) over the toy tokenizer."""
     tok = ArithTokenizer(digits)
     cfg = dict(DLM_CONFIG)
     cfg.update(config)
     torch.manual_seed(0)
     model = TinyMaskedLM(tok.vocab_size, tok.mask_token_id, **cfg).eval()
+    model.zoo_max_new_tokens = TOY_MAX_NEW_TOKENS
+    model.zoo_tokenizer = tok
+    return model
+
+
+@factory(params=ToyARConfig)
+def build_dlm_qwen2(digits: int = 3, **config) -> nn.Module:
+    """The ``toy-equal`` proposal: a *bidirectional* Qwen2 of exactly the AR target's width and depth
+    (:data:`AR_CONFIG`), read as a mask predictor (no shift, mask id ``<mask>``), so that one DLM forward
+    and one AR forward cost the same, as Dream-7B and Qwen2.5-7B do in the paper.
+
+    Bidirectional attention: ``Qwen2Config(is_causal=False)`` (transformers' bidirectional-mask path for
+    decoder-only models) and every attention module's ``is_causal`` flag off (SDPA would otherwise apply a
+    causal mask when no explicit mask is built). Trained by ``tools/train_poe_bridge_equal.py``.
+    """
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tok = ArithTokenizer(digits)
+    cfg = dict(AR_CONFIG)
+    cfg.update(config)
+    conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                       pad_token_id=tok.pad_token_id, tie_word_embeddings=True, is_causal=False,
+                       mask_token_id=tok.mask_token_id, **cfg)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(conf).eval()
+    for module in model.modules():
+        if hasattr(module, "is_causal"):
+            module.is_causal = False
+    model.mask_token_id = tok.mask_token_id
+    model.shift_logits = False
     model.zoo_max_new_tokens = TOY_MAX_NEW_TOKENS
     model.zoo_tokenizer = tok
     return model

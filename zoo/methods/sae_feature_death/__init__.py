@@ -3,7 +3,7 @@
 Diagnostics (gamma, effective rank, closed-form death predictions, dead-by-pathway accounting,
 preprocessing fixes) and two procedures: :class:`FeatureDeathReport` (analysis) and
 :class:`CentredTraining` (training dynamics)."""
-from .analysis import CentredTraining, FeatureDeathReport, format_report, plot_report
+from .analysis import CentredTraining, FeatureDeathReport, StreamSurvey, format_report, format_survey, plot_report
 from .diagnostics import (
     DeathCounts,
     dead_by_pathway,
@@ -18,9 +18,11 @@ __all__ = [
     "CentredTraining",
     "DeathCounts",
     "FeatureDeathReport",
+    "StreamSurvey",
     "dead_by_pathway",
     "effective_rank",
     "format_report",
+    "format_survey",
     "gamma",
     "plot_report",
     "predicted_dead_by_relu",

@@ -60,8 +60,9 @@ class FeatureDeathReport(Procedure):
         magnitudes: tuple[float, ...] = Field(DEFAULT_MAGNITUDES, min_length=1, max_length=32)
         preprocessings: tuple[dg.Preprocess, ...] = Field(("mean", "geometric_median", "pca_whiten", "layernorm"), max_length=16)
         sae_seed: int = Field(0, ge=0, le=2**63 - 1)
-        dec_init: Literal["gaussian", "uniform"] = Field(
-            "gaussian", description="decoder-column init: isotropic (the closed forms' assumption) or U(-1,1) entries")
+        dec_init: Literal["uniform", "gaussian"] = Field(
+            "uniform", description="decoder init: the authors' nn.Linear (kaiming-uniform) init, or isotropic "
+                                   "gaussian columns (the closed forms' assumption)")
 
     class CliInputs(BaseCliInputs):
         out: OutPath = "sae-feature-death.png"
@@ -112,7 +113,7 @@ class FeatureDeathReport(Procedure):
                 "m": float(m),
                 "gamma": g,
                 "gamma_raw": dg.gamma(x, post_ln=False),
-                "effective_rank": dg.effective_rank(x[: min(n, 5000)]),
+                "effective_rank": dg.effective_rank(x),
                 "dead_relu": base.relu,
                 "dead_topk": base.topk,
                 "dead_total": base.total,
@@ -144,6 +145,145 @@ class FeatureDeathReport(Procedure):
         rep = self(seed=seed, **kw)
         plot_report(rep, out)
         return format_report(rep) + f"\nplot: {out}"
+
+
+def _stream_cache_path(encoder: Any, texts: list[str], modules: list[str], max_length: int, max_tokens: int) -> Path:
+    import hashlib
+
+    from registry.contract import cache_dir
+
+    ident = getattr(encoder, "path", None) or getattr(getattr(encoder, "config", None), "_name_or_path", "") or type(encoder).__name__
+    key = "\x00".join(texts) + f"|{ident}|{max_length}|{max_tokens}|" + ",".join(modules)
+    return cache_dir("sae-feature-death") / f"streams-{hashlib.sha256(key.encode()).hexdigest()[:24]}.safetensors"
+
+
+def cached_streams(encoder: Any, texts: list[str], modules: list[str], *, max_length: int = 128,
+                   max_tokens: int | None = None, use_cache: bool = True, progress: bool = False) -> dict[str, torch.Tensor]:
+    """:func:`zoo.common.activations.collect_streams`, cached as safetensors under
+    ``$ZOO_CACHE_DIR/sae-feature-death`` keyed by texts, encoder, modules and token budget."""
+    import os
+
+    from safetensors.torch import load_file, save_file
+
+    from zoo.common.activations import collect_streams
+
+    path = _stream_cache_path(encoder, texts, modules, max_length, max_tokens or -1)
+    if use_cache and path.exists():
+        return load_file(str(path))
+    acts = collect_streams(encoder, texts, modules, max_length=max_length, max_tokens=max_tokens, progress=progress)
+    if use_cache:
+        try:
+            tmp = path.with_suffix(".tmp")
+            save_file({k: v.contiguous() for k, v in acts.items()}, str(tmp))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return acts
+
+
+class StreamSurvey(Procedure):
+    """Real outliers, no injection: gamma and init death on every sub-layer output of the encoder
+    (the paper's Fig. 2 protocol on one model's 37 streams instead of 454 model-layers).
+
+    For each stream (forward hooks, :func:`zoo.common.activations.bert_sublayer_streams`):
+    gamma (post-LN) and gamma_raw, effective rank, dead-by-ReLU / dead-by-TopK at the standard
+    init (b_dec = 0), the closed-form predictions, and total death after mean-centring and after
+    PCA whitening. Returns ``rows`` and the Spearman correlations of gamma with init death
+    (``spearman_total``, ``spearman_relu``; the paper: 0.89 / 0.82 across 454 model-layers;
+    ``None`` where undefined, e.g. when no stream has a dead-by-ReLU feature)."""
+
+    kind = "analysis"
+
+    class Params(ProcedureParams):
+        n_docs: int = Field(300, ge=1, le=100_000)
+        max_length: int = Field(128, ge=8, le=8192)
+        max_tokens: int = Field(8192, ge=64, le=10_000_000, description="eval tokens per stream")
+        n_features: int = Field(3072, ge=8, le=262_144, description="SAE width F (the same for every stream)")
+        k: int = Field(32, ge=1, le=4096)
+        preprocessings: tuple[dg.Preprocess, ...] = Field(("mean", "pca_whiten"), max_length=16)
+        streams: tuple[str, ...] | None = Field(None, max_length=1024, description="module names; None: every BERT sub-layer output")
+        sae_seed: int = Field(0, ge=0, le=2**63 - 1)
+        dec_init: Literal["uniform", "gaussian"] = "uniform"
+
+    def _streams(self) -> list[str]:
+        if self.params.streams is not None:
+            return list(self.params.streams)
+        from zoo.common.activations import bert_sublayer_streams
+
+        net = self.models["encoder"]
+        net = getattr(net, "model", net)
+        return bert_sublayer_streams(int(net.config.num_hidden_layers))
+
+    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, streams: list[str] | None = None,
+                 max_tokens: int | None = None, n_features: int | None = None, k: int | None = None,
+                 preprocessings: list[str] | None = None, use_cache: bool = True, progress: bool = False) -> dict[str, Any]:
+        from scipy.stats import spearmanr
+
+        p = self.params
+        texts = texts if texts is not None else _default_texts(p.n_docs)
+        mods = list(streams) if streams is not None else self._streams()
+        n_tok = p.max_tokens if max_tokens is None else max_tokens
+        F = p.n_features if n_features is None else n_features
+        kk = p.k if k is None else k
+        preps = list(p.preprocessings if preprocessings is None else preprocessings)
+        acts = cached_streams(self.models["encoder"], texts, mods, max_length=p.max_length, max_tokens=n_tok,
+                              use_cache=use_cache, progress=progress)
+        rows = []
+        it = mods
+        if progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(mods, desc="streams")
+        for name in it:
+            x = acts[name]
+            n, d = x.shape
+            sae = SparseAutoencoder(d, F, "topk", kk, seed=p.sae_seed + seed, dec_init=p.dec_init)
+            g = dg.gamma(x)
+            base = dg.dead_by_pathway(sae, x)
+            row = {"stream": name, "d": d, "gamma": g, "gamma_raw": dg.gamma(x, post_ln=False),
+                   "effective_rank": dg.effective_rank(x), "dead_relu": base.relu, "dead_topk": base.topk,
+                   "dead_total": base.total, "pred_relu": dg.predicted_dead_by_relu(g, n),
+                   "pred_total": dg.predicted_dead_by_topk(g, n, kk, F)}
+            for prep in preps:
+                xp, _ = dg.preprocess(x, prep, seed=seed)  # type: ignore[arg-type]
+                row[f"dead_total_{prep}"] = dg.dead_by_pathway(sae, xp).total
+            rows.append(row)
+        gs = [r["gamma"] for r in rows]
+
+        def rho(col: str) -> float | None:
+            ys = [r[col] for r in rows]
+            if len(rows) < 3 or len(set(ys)) < 2 or len(set(gs)) < 2:
+                return None  # undefined: e.g. no stream has a dead-by-ReLU feature
+            return float(spearmanr(gs, ys).statistic)
+
+        return {"rows": rows, "n_tokens": int(acts[mods[0]].shape[0]), "spearman_total": rho("dead_total"),
+                "spearman_relu": rho("dead_relu"), "config": {"n_features": F, "k": kk, "preprocessings": preps}}
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"texts": _default_texts(4), "streams": ["embeddings", "encoder.layer.0.output.dense", "encoder.layer.0.output"],
+                "max_tokens": 256, "n_features": 64, "k": 4, "preprocessings": ["mean"], "use_cache": False}
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        return format_survey(self(seed=seed, progress=True))
+
+
+def format_survey(rep: dict[str, Any]) -> str:
+    """A plain-text table of a :class:`StreamSurvey` result (percentages)."""
+    preps = rep["config"]["preprocessings"]
+    lines = [f"SAE init death on every sub-layer stream, {rep['n_tokens']} tokens each, TopK F={rep['config']['n_features']} "
+             f"k={rep['config']['k']}, standard init (b_dec = 0); last columns: total dead after each preprocessing",
+             f"{'stream':36s} | {'d':>4} | {'gamma':>6} | {'g_raw':>6} | {'erank':>6} | {'ReLU%':>5} | {'TopK%':>5} | "
+             f"{'total%':>6} | {'pred%':>5} | " + " | ".join(f"{p:>10}%" for p in preps)]
+    for r in rep["rows"]:
+        lines.append(f"{r['stream']:36s} | {r['d']:4d} | {r['gamma']:6.2f} | {r['gamma_raw']:6.2f} | {r['effective_rank']:6.1f} | "
+                     f"{100 * r['dead_relu']:5.1f} | {100 * r['dead_topk']:5.1f} | {100 * r['dead_total']:6.1f} | "
+                     f"{100 * r['pred_total']:5.1f} | " + " | ".join(f"{100 * r[f'dead_total_{p}']:10.1f} " for p in preps))
+    def fmt(v: float | None) -> str:
+        return "undefined (constant)" if v is None else f"{v:.3f}"
+
+    lines.append(f"Spearman(gamma, init death) over {len(rep['rows'])} streams: total {fmt(rep['spearman_total'])}, "
+                 f"ReLU {fmt(rep['spearman_relu'])} (paper, 454 model-layers: 0.89 TopK / 0.82 ReLU)")
+    return "\n".join(lines)
 
 
 def format_report(rep: dict[str, Any]) -> str:
@@ -227,6 +367,7 @@ class CentredTraining(Procedure):
         outlier_dim: int = Field(0, ge=0, le=100_000)
         magnitudes: tuple[float, ...] = Field((0.0, 40.0, 160.0), min_length=1, max_length=32)
         b_dec_inits: tuple[Literal["zeros", "mean", "geometric_median", "zeros+auxk"], ...] = Field(("zeros", "mean"), min_length=1, max_length=8)
+        dec_init: Literal["uniform", "gaussian"] = Field("uniform", description="decoder init (see FeatureDeathReport)")
 
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
                  steps: int | None = None, n_train: int | None = None, n_eval: int | None = None,
@@ -248,7 +389,7 @@ class CentredTraining(Procedure):
             x_tr, x_ev = _inject(x_tr0, m, p.outlier_dim), _inject(x_ev0, m, p.outlier_dim)
             for how in (p.b_dec_inits if b_dec_inits is None else b_dec_inits):
                 base, _, extra = how.partition("+")
-                sae = SparseAutoencoder(x_tr.shape[1], F, "topk", kk, seed=seed)
+                sae = SparseAutoencoder(x_tr.shape[1], F, "topk", kk, seed=seed, dec_init=p.dec_init)
                 sae.set_b_dec_init(x_tr, base)  # type: ignore[arg-type]
                 init = dg.dead_by_pathway(sae, x_ev)
                 cfg = TrainConfig(steps=p.steps if steps is None else steps, batch_size=p.batch_size, lr=p.lr,

@@ -54,29 +54,39 @@ def layernorm_rows(x: np.ndarray, eps: float = 1e-5) -> np.ndarray:
 
 
 def gamma(x: np.ndarray | torch.Tensor, post_ln: bool = True) -> float:
-    """Outlier severity gamma = ||mu|| / ||sigma|| (post-LN by default; ``post_ln=False`` = gamma_raw)."""
+    """Outlier severity gamma = ||mu|| / ||sigma|| (post-LN by default; ``post_ln=False`` = gamma_raw).
+
+    As in the authors' ``compute_gamma``, data without per-token variation (||sigma|| < 1e-10,
+    e.g. all-zero or constant activations) give ``inf``: the mean is all there is."""
     x = _np(x)
     if post_ln:
         x = layernorm_rows(x)
     mu = x.mean(0)
     sigma = x.std(0)  # ddof 0
     s = float(np.linalg.norm(sigma))
-    if s == 0.0:
-        return 0.0 if float(np.linalg.norm(mu)) == 0.0 else math.inf
+    if s < 1e-10:
+        return math.inf
     return float(np.linalg.norm(mu)) / s
 
 
 def effective_rank(x: np.ndarray | torch.Tensor, post_ln: bool = True) -> float:
-    """exp(entropy of the normalised squared singular values) of the (LN'd) mean-centred data."""
+    """exp(entropy of the normalised squared singular values) of the (LN'd) mean-centred data,
+    over all rows. The squared singular values are the eigenvalues of the d x d scatter matrix
+    (computed that way, in float64, when there are more rows than columns); eigenvalue shares
+    <= 1e-12 are dropped as in the authors' ``effective_rank``."""
     x = _np(x)
     if post_ln:
         x = layernorm_rows(x)
     xc = x - x.mean(0)
-    s2 = np.linalg.svd(xc, compute_uv=False) ** 2
+    if xc.shape[0] > xc.shape[1]:
+        s2 = np.clip(np.linalg.eigvalsh(xc.T @ xc), 0.0, None)
+    else:
+        s2 = np.linalg.svd(xc, compute_uv=False) ** 2
     tot = s2.sum()
     if tot <= 0:
         return 1.0
-    p = s2[s2 > 0] / tot
+    p = s2 / tot
+    p = p[p > 1e-12]
     return float(np.exp(-(p * np.log(p)).sum()))
 
 

@@ -1,6 +1,7 @@
 """SAE-TM: sparse autoencoders as topic models (Girrbach & Akata, ICML 2026, arXiv 2511.16309)."""
 from .pipeline import SAETopicModel, cached_embeddings, default_corpus
 from .topics import (
+    MERGE_FLAVOURS,
     Interpretation,
     TopicSet,
     fit_interpretation,
@@ -10,9 +11,11 @@ from .topics import (
     npmi_coherence,
     sparsify_top_mass,
     topic_diversity,
+    windowed_c_npmi,
 )
 
 __all__ = [
+    "MERGE_FLAVOURS",
     "Interpretation",
     "SAETopicModel",
     "TopicSet",
@@ -25,4 +28,5 @@ __all__ = [
     "npmi_coherence",
     "sparsify_top_mass",
     "topic_diversity",
+    "windowed_c_npmi",
 ]

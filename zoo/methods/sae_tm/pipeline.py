@@ -10,7 +10,9 @@ keyed by the texts and the encoder, because encoding the corpus takes ~1-2 min o
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+import os
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -68,6 +70,9 @@ class SAETopicModel(Procedure):
         sentences_per_passage: int = Field(2, ge=1, le=1000)
         train_steps: int = Field(0, ge=0, le=1_000_000, description="train the SAE first (full variant: no shipped SAE)")
         train_k: int = Field(32, ge=1, le=4096)
+        merge: Literal["paper", "repository"] = Field(
+            "paper", description="stage-3 reading: paper (sparsified rows, 10 k-means inits) or repository "
+                                 "(unsparsified rows, one init as in sae_to_topic.py)")
 
     class CliInputs(BaseCliInputs):  # None = not given: the spec's (or --param's) value stands
         topics: int | None = Field(None, ge=1, le=1000, description="number of topics (default: the spec's n_topics)")
@@ -113,11 +118,13 @@ class SAETopicModel(Procedure):
         return self._fit
 
     # -- stage 3
-    def retopic(self, n_topics: int) -> TopicSet:
+    def retopic(self, n_topics: int, merge: str | None = None) -> TopicSet:
+        """Stage 3 only; ``merge`` overrides the ``merge`` param (paper / repository)."""
         if not self._fit:
             raise RuntimeError("call the procedure (or fit) first")
         interp: Interpretation = self._fit["interp"]
-        return merge_atoms(interp, self._fit["word_vectors"], n_topics, tau=self.params.tau)
+        return merge_atoms(interp, self._fit["word_vectors"], n_topics, tau=self.params.tau,
+                           flavour=merge or self.params.merge)  # type: ignore[arg-type]
 
     def document_topics(self, ts: TopicSet) -> np.ndarray:
         """Document-topic matrix theta . M (M: atom -> topic indicator) for the fitted documents
@@ -129,10 +136,11 @@ class SAETopicModel(Procedure):
         return theta @ m
 
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, n_topics: int | None = None,
-                 epochs: int | None = None, top_words: int | None = None, progress: bool = False) -> dict[str, Any]:
+                 epochs: int | None = None, top_words: int | None = None, merge: str | None = None,
+                 progress: bool = False) -> dict[str, Any]:
         fit = self.fit(texts, seed=seed, epochs=epochs, progress=progress)
         n = self.params.n_topics if n_topics is None else n_topics
-        ts = self.retopic(n)
+        ts = self.retopic(n, merge)
         return {
             "topics": ts.top_words(fit["vocab"], self.params.top_words if top_words is None else top_words),
             "topic_word": ts.topic_word,

@@ -16,7 +16,10 @@ smallest descending prefix whose cumulative mass exceeds tau = 0.9 and renormali
 embedding = sparsified row x word-vector matrix; weighted k-means (scikit-learn KMeans,
 random_state 42, sample_weight = theta_bar) into n topics; topic word law = theta_bar-weighted
 mean of its member rows; cluster mass = sum of member theta_bar (normalised). Changing n re-runs
-only this stage.
+only this stage. Two readings (``flavour``): ``"paper"`` averages the *sparsified* member rows
+and runs k-means with 10 initialisations; ``"repository"`` (``sae_to_topic.py`` at commit
+6c6a743) averages the *unsparsified* rows B and runs scikit-learn's default, one k-means++
+initialisation (``n_init="auto"``).
 
 Offline departure: word vectors are all-MiniLM-L6-v2 embeddings of each vocabulary word (the
 paper uses word2vec-google-news-300, which needs the network).
@@ -25,11 +28,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 __all__ = [
+    "MERGE_FLAVOURS",
     "Interpretation",
     "TopicSet",
     "fit_interpretation",
@@ -38,7 +43,14 @@ __all__ = [
     "mixture_word_probs",
     "normalise_theta",
     "sparsify_top_mass",
+    "windowed_c_npmi",
 ]
+
+#: Stage-3 readings: rows averaged into the topic word law, and k-means initialisations.
+MERGE_FLAVOURS: dict[str, dict[str, Any]] = {
+    "paper": {"topic_rows": "sparsified", "n_init": 10},
+    "repository": {"topic_rows": "full", "n_init": 1},
+}
 
 
 def normalise_theta(z: torch.Tensor) -> torch.Tensor:
@@ -161,10 +173,24 @@ def merge_atoms(
     *,
     tau: float = 0.9,
     random_state: int = 42,
+    flavour: Literal["paper", "repository"] = "paper",
+    topic_rows: Literal["sparsified", "full"] | None = None,
+    n_init: int | None = None,
 ) -> TopicSet:
-    """Weighted k-means of sparsified atom embeddings into ``n_topics`` topics (stage 3)."""
+    """Weighted k-means of sparsified atom embeddings into ``n_topics`` topics (stage 3).
+
+    ``flavour`` picks the defaults of ``topic_rows`` (which member rows are averaged into a
+    topic's word law) and ``n_init`` (k-means initialisations) from :data:`MERGE_FLAVOURS`;
+    explicit ``topic_rows`` / ``n_init`` override them. Atom embeddings always use the
+    sparsified rows (paper and repository agree there)."""
     from sklearn.cluster import KMeans
 
+    if flavour not in MERGE_FLAVOURS:
+        raise ValueError(f"flavour must be paper or repository, not {flavour!r}")
+    rows_kind = topic_rows or MERGE_FLAVOURS[flavour]["topic_rows"]
+    inits = int(n_init or MERGE_FLAVOURS[flavour]["n_init"])
+    if rows_kind not in ("sparsified", "full"):
+        raise ValueError(f"topic_rows must be sparsified or full, not {rows_kind!r}")
     tb = np.asarray(interp.theta_bar, dtype=np.float64)
     valid = np.flatnonzero(tb > 0)
     if not 1 <= n_topics <= len(valid):
@@ -172,15 +198,16 @@ def merge_atoms(
     Bs = sparsify_top_mass(interp.B[valid], tau)
     emb = Bs @ np.asarray(word_vectors, dtype=np.float64)
     w = tb[valid]
-    km = KMeans(n_clusters=n_topics, random_state=random_state, n_init=10).fit(emb, sample_weight=w)
+    km = KMeans(n_clusters=n_topics, random_state=random_state, n_init=inits).fit(emb, sample_weight=w)
     lab = km.labels_
+    rows = Bs if rows_kind == "sparsified" else np.asarray(interp.B[valid], dtype=np.float64)
     topic_word = np.zeros((n_topics, Bs.shape[1]))
     mass = np.zeros(n_topics)
     for t in range(n_topics):
         m = lab == t
         mass[t] = w[m].sum()
         if mass[t] > 0:
-            topic_word[t] = (w[m, None] * Bs[m]).sum(0) / mass[t]
+            topic_word[t] = (w[m, None] * rows[m]).sum(0) / mass[t]
     atom_topic = np.full(len(tb), -1, dtype=np.int64)
     atom_topic[valid] = lab
     return TopicSet(topic_word=topic_word, cluster_mass=mass / mass.sum(), atom_topic=atom_topic, valid_atoms=valid)
@@ -189,9 +216,12 @@ def merge_atoms(
 # ----------------------------------------------------------------------------- evaluation
 
 def npmi_coherence(topics: list[list[str]], docs_binary: np.ndarray, vocab_index: dict[str, int]) -> float:
-    """Mean NPMI over topics and over pairs of each topic's words, with document co-occurrence
-    probabilities on a reference corpus (``docs_binary``: N x V presence); NPMI = -1 for pairs
-    that never co-occur (the usual convention, as in gensim's c_npmi with boolean documents)."""
+    """**Document-level** NPMI: mean over topics of the mean over each topic's word pairs of
+    NPMI(i, j) = log(P(i, j) / (P(i) P(j))) / -log P(i, j), with P estimated from whole-document
+    presence on a reference corpus (``docs_binary``: N x V presence); -1 for pairs that never
+    co-occur, 1 for pairs in every document. This is *not* gensim's ``c_npmi``, which counts
+    co-occurrence in 10-token sliding windows (see :func:`windowed_c_npmi`); whole documents
+    make co-occurrence far likelier, so this score is much higher on long documents."""
     d = np.asarray(docs_binary, dtype=bool)
     n = d.shape[0]
     scores = []
@@ -211,6 +241,24 @@ def npmi_coherence(topics: list[list[str]], docs_binary: np.ndarray, vocab_index
         if vals:
             scores.append(float(np.mean(vals)))
     return float(np.mean(scores)) if scores else float("nan")
+
+
+def windowed_c_npmi(topics: list[list[str]], tokenized_docs: list[list[str]], window_size: int = 10) -> float:
+    """gensim's ``c_npmi`` coherence (Röder et al. 2015, "Exploring the space of topic coherence
+    measures"): word and pair probabilities from boolean sliding windows of ``window_size``
+    tokens over ``tokenized_docs``, NPMI with epsilon 1e-12, averaged over ordered word pairs and
+    topics. Computed by ``gensim.models.CoherenceModel(coherence="c_npmi")`` itself."""
+    from gensim.corpora import Dictionary
+    from gensim.models import CoherenceModel
+
+    dictionary = Dictionary(tokenized_docs)
+    topics = [[w for w in t if w in dictionary.token2id] for t in topics]
+    topics = [t for t in topics if len(t) >= 2]
+    if not topics:
+        return float("nan")
+    cm = CoherenceModel(topics=topics, texts=tokenized_docs, dictionary=dictionary, coherence="c_npmi",
+                        window_size=window_size, processes=1)
+    return float(cm.get_coherence())
 
 
 def topic_diversity(topics: list[list[str]]) -> float:

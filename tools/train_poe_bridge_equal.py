@@ -1,0 +1,112 @@
+"""Train the ``toy-equal`` proposal of PoE-Bridge: a bidirectional Qwen2 mask predictor of exactly the AR
+target's width and depth (``zoo.methods.poe_bridge.toy:build_dlm_qwen2``), on the step-by-step addition
+task of ``zoo.common.toy_text``. The AR target of ``toy-equal`` is the ``toy`` variant's shipped Qwen2
+(``specs/weights/poe-bridge-ar.safetensors``), so both models cost the same per forward.
+
+Objective: MDLM/LLaDA (Sahoo et al. 2024, arXiv 2406.07524; Nie et al. 2025, arXiv 2502.09992): each
+answer token (answer, EOS, EOS padding to 40 tokens) is masked with probability t ~ U(eps, 1), the
+cross-entropy on masked positions is weighted by 1/t (``zoo.common.masked_dlm.masked_diffusion_loss``).
+AdamW + one-cycle schedule, gradient clipping at 1, one thread, fixed seeds: the output file is the
+same byte for byte on every run (``--check`` verifies it against the shipped file).
+
+    OMP_NUM_THREADS=1 python tools/train_poe_bridge_equal.py          # ~3 min on one thread
+    OMP_NUM_THREADS=1 python tools/train_poe_bridge_equal.py --check  # re-train, compare the sha256
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from zoo.common.masked_dlm import mask_tokens, masked_diffusion_loss  # noqa: E402
+from zoo.common.toy_text import ArithTokenizer, eval_problems, solution  # noqa: E402
+from zoo.methods.poe_bridge.toy import TOY_MAX_NEW_TOKENS, build_dlm_qwen2  # noqa: E402
+
+OUT_NAME = "poe-bridge-dlm-qwen2.safetensors"
+
+
+def answer_batch(tok: ArithTokenizer, n: int, g: torch.Generator, digits: int, banned: set[tuple[int, int]]):
+    """``[n, P + 40]`` token rows: canonical prompt, step-by-step answer, EOS padding; and ``P``."""
+    lim = 10**digits
+    rows = []
+    while len(rows) < n:
+        a, b = (int(v) for v in torch.randint(0, lim, (2,), generator=g))
+        if (a, b) in banned:
+            continue
+        ans = tok.encode_raw(solution(a, b, digits)) + [tok.eos_token_id]
+        prompt = tok.encode(f"{a}+{b}")
+        rows.append(prompt + ans + [tok.eos_token_id] * (TOY_MAX_NEW_TOKENS - len(ans)))
+    return torch.tensor(rows), len(prompt)
+
+
+def train(steps: int, bs: int, lr: float, digits: int, seed: int) -> torch.nn.Module:
+    from tqdm import tqdm
+
+    tok = ArithTokenizer(digits)
+    banned = {(e.a, e.b) for e in eval_problems(256, digits)}
+    model = build_dlm_qwen2(digits=digits).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
+    g = torch.Generator().manual_seed(seed)
+    eps = 1e-3
+    for step in (bar := tqdm(range(steps), desc="DLM (Qwen2, bidirectional)", mininterval=2)):
+        x, P = answer_batch(tok, bs, g, digits, banned)
+        t = torch.rand(bs, 1, generator=g) * (1 - eps) + eps
+        xt, masked = mask_tokens(x, t, tok.mask_token_id, g, keep_prefix=P)
+        loss = masked_diffusion_loss(model(input_ids=xt).logits, x, masked, t, "elbo", normalizer=bs * TOY_MAX_NEW_TOKENS)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+    return model.eval()
+
+
+def save(model: torch.nn.Module, path: Path) -> str:
+    """safetensors of the full state dict (the tied head included, so the zoo loader reads it strictly) and its sha256."""
+    from safetensors.torch import save_file
+
+    sd = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(sd, str(path))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=1400)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--digits", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
+    ap.add_argument("--check", action="store_true", help="train into a temporary folder and compare with the shipped file")
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    t0 = time.time()
+    model = train(args.steps, args.batch_size, args.lr, args.digits, args.seed)
+    if args.check:
+        with tempfile.TemporaryDirectory() as d:
+            h = save(model, Path(d) / OUT_NAME)
+        shipped = hashlib.sha256((args.out / OUT_NAME).read_bytes()).hexdigest()
+        print(f"re-trained sha256 {h}\nshipped    sha256 {shipped}\n{'IDENTICAL' if h == shipped else 'DIFFERENT'}")
+        sys.exit(0 if h == shipped else 1)
+    h = save(model, args.out / OUT_NAME)
+    print(f"DLM {time.time() - t0:6.1f}s  {OUT_NAME}  sha256 {h}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+    main()
