@@ -249,20 +249,17 @@ class Catalog:
         self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
             origin = f"entry point {ep.name} ({ep.value})"
-            dirs = package_dirs(ep.value)  # located without importing the plugin (zoo list stays torch-free)
-            if not dirs:  # not found that way: importing names the reason, as one BROKEN line
-                try:
-                    found = find_spec(ep.value)
-                    if found is None or not found.submodule_search_locations:
-                        raise ModuleNotFoundError(f"no module named {ep.value!r}")
-                    dirs = list(found.submodule_search_locations)
-                except Exception as exc:  # noqa: BLE001 - arbitrary import-time errors of a third-party package
-                    from .resolve import one_line_import_error
+            try:  # a plugin that cannot be located is one BROKEN line, never a crash
+                dirs = package_dirs(ep.value)
+                if not dirs:
+                    raise ModuleNotFoundError(f"no package folder for {ep.value!r}")
+            except Exception as exc:  # noqa: BLE001 - arbitrary errors of a third-party package
+                from .resolve import one_line_import_error
 
-                    err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
-                                    Location(None, None, None, f"plugin {ep.name}"))
-                    self._source_errors.append(Entry(Path(ep.value), origin, error=err))
-                    continue
+                err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
+                                Location(None, None, None, f"plugin {ep.name}"))
+                self._source_errors.append(Entry(Path(ep.value), origin, error=err))
+                continue
             for loc in dirs:
                 out.append((Path(loc), origin))
         for raw in os.environ.get("ZOO_SPECS_PATH", "").split(os.pathsep):

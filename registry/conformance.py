@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -578,9 +578,9 @@ def format_failure(exc: BaseException, debug: bool = False) -> str:
 
 
 def run_check(check: Check, debug: bool = False) -> tuple[str, str, float]:
-    """``(status, message, seconds)`` with status PASS / FAIL / SKIP (wall-clock seconds; the CPU
-    seconds of the last call are in :data:`LAST_CPU`); a failure's message is :func:`format_failure`
-    (first line a summary, then falsifying examples; traceback if ``debug``)."""
+    """``(status, message, seconds)`` with status PASS / FAIL / SKIP; a failure's message is
+    :func:`format_failure` (first line a summary, then falsifying examples; traceback if ``debug``).
+    Seconds are wall-clock; the CPU seconds of the last call are in :data:`LAST_CPU`."""
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         check.fn()
@@ -614,47 +614,25 @@ def budget_seconds(value: float | None = None) -> float:
         raise ZooError(f"ZOO_CHECK_BUDGET: expected seconds, got {raw!r}") from None
 
 
-@dataclass
-class SpecTiming:
-    """What one spec's checks cost: wall and CPU seconds in total, per check."""
-
-    spec: str
-    wall: float = 0.0
-    cpu: float = 0.0
-    checks: list[tuple[str, float, float]] = field(default_factory=list)
-
-    def add(self, check_id: str, wall: float, cpu: float) -> None:
-        self.wall += wall
-        self.cpu += cpu
-        self.checks.append((check_id, wall, cpu))
-
-    def slowest(self, n: int = 5) -> list[tuple[str, float, float]]:
-        return sorted(self.checks, key=lambda c: -c[1])[:n]
-
-    def summary(self, budget: float | None = None) -> str:
-        slow = ", ".join(f"{cid.split('::', 1)[-1]} {w:.1f}s" for cid, w, _ in self.slowest())
-        over = f"  OVER BUDGET ({budget:g} s CPU)" if budget is not None and self.cpu > budget else ""
-        return f"TIME  {self.spec}: {self.wall:.1f}s wall, {self.cpu:.1f}s CPU in {len(self.checks)} checks; slowest: {slow}{over}"
 
 
 def run_checks(
     entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
-    allow_remote_code_stub: bool = False, budget: float | None = None, debug: bool = False, record: bool = False,
+    debug: bool = False, record: bool = False, allow_remote_code_stub: bool = False, budget: float | None = None,
     results: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Run every check of ``entries``; print ``[k/N] STATUS id`` per check (failures always, the rest
-    when ``verbose``; on a TTY a quiet run shows a progress bar instead), then per spec its time total
-    and five slowest checks, and a per-spec table; True if none failed. With ``budget`` (CPU seconds),
-    a spec whose default (non-slow) checks cost more fails. ``record`` stores each re-measured metric
-    (see :mod:`registry.metrics_store`). ``results`` (a list) receives one dict per check: id, spec,
+    when ``verbose``; on a TTY a quiet run shows a progress bar instead), then a per-spec summary (wall
+    and CPU seconds, the five slowest checks); True if none failed. ``record`` stores each re-measured
+    metric (see :mod:`registry.metrics_store`). With ``budget`` (CPU seconds), a spec whose default
+    (non-slow) checks cost more fails. ``results`` (a list) receives one dict per check: id, spec,
     status, message, wall and CPU seconds (``zoo check --json``)."""
     load_hypothesis_profile(slow)
     plan = [c for e in entries for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
             if not only or only in c.id]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    timings: dict[str, SpecTiming] = {}
-    default_cpu: dict[str, float] = {}
     per_spec: dict[str, dict[str, float]] = {}
+    slowest: dict[str, list[tuple[float, str]]] = {}
     bar = _progress(len(plan), enabled=not verbose)
     width = len(str(len(plan)))
     for k, check in enumerate(plan, 1):
@@ -664,14 +642,15 @@ def run_checks(
         if results is not None:
             results.append({"id": check.id, "spec": check.spec, "status": status, "message": msg,
                             "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow})
-        timings.setdefault(check.spec, SpecTiming(check.spec)).add(check.id, secs, LAST_CPU)
-        default_cpu[check.spec] = default_cpu.get(check.spec, 0.0) + (0.0 if check.slow else LAST_CPU)
         if check.id in measured:
             _record(check.id, status, record)
         counts[status] += 1
-        row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0})
+        row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0, "cpu": 0.0, "default_cpu": 0.0})
         row[status] += 1
         row["seconds"] += secs
+        row["cpu"] += LAST_CPU
+        row["default_cpu"] += 0.0 if check.slow else LAST_CPU
+        slowest.setdefault(check.spec, []).append((secs, check.id))
         if bar is not None:
             bar.update(1)
         if verbose or status == "FAIL":
@@ -679,18 +658,20 @@ def run_checks(
             (bar.write(line) if bar is not None else print(line, flush=True))
     if bar is not None:
         bar.close()
-    over = [f"{n} ({c:.1f}s CPU > {budget:g}s)" for n, c in default_cpu.items() if budget is not None and c > budget]
-    for timing in timings.values():
-        print(timing.summary(budget), flush=True)
+    over = [f"{name} ({row['default_cpu']:.1f}s CPU > {budget:g}s)" for name, row in per_spec.items()
+            if budget is not None and row["default_cpu"] > budget]
     if len(per_spec) > 1 or verbose:
         name_w = max([len(n) for n in per_spec] + [4])
-        print(f"{'spec':<{name_w}}  pass  fail  skip  seconds")
+        print(f"{'spec':<{name_w}}  pass  fail  skip  seconds  cpu-s  slowest checks")
         for name, row in per_spec.items():
+            top = ", ".join(f"{cid.split('::', 1)[-1]} {sec:.1f}s" for sec, cid in sorted(slowest[name], reverse=True)[:5])
+            flag = "  FAILED" if row["FAIL"] else ""
+            flag += "  OVER BUDGET" if budget is not None and row["default_cpu"] > budget else ""
             print(f"{name:<{name_w}}  {row['PASS']:>4.0f}  {row['FAIL']:>4.0f}  {row['SKIP']:>4.0f}  {row['seconds']:>7.1f}"
-                  + ("  FAILED" if row["FAIL"] else ""))
-    total_wall, total_cpu = sum(t.wall for t in timings.values()), sum(t.cpu for t in timings.values())
+                  f"  {row['cpu']:>5.1f}  {top}{flag}")
+    total_s, total_cpu = sum(r["seconds"] for r in per_spec.values()), sum(r["cpu"] for r in per_spec.values())
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
-          f"in {total_wall:.1f}s wall ({total_cpu:.1f}s CPU) over {len(timings)} specs")
+          f"in {total_s:.1f}s ({total_cpu:.1f}s CPU)")
     if over:
         print(f"FAIL  over the per-spec budget: {', '.join(over)}")
     sys.stdout.flush()

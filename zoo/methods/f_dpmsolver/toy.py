@@ -20,7 +20,6 @@ DIGITS_UNET: dict[str, Any] = dict(
 #: ``first_eps="mean"`` uses for the digits model
 DIGITS_MEAN = -0.3894794285297394
 
-
 Block = Literal["DownBlock2D", "AttnDownBlock2D", "UpBlock2D", "AttnUpBlock2D"]
 
 
