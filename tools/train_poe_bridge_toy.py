@@ -11,12 +11,12 @@ by 1/t; the answer region is padded with EOS to ``max_new_tokens`` as in LLaDA's
 smaller training budget (``--dlm-steps``) on purpose: like Dream-7B against Qwen2.5-Math-7B in the
 paper, the proposal is the weaker model.
 
-    OMP_NUM_THREADS=1 python tools/train_poe_bridge_toy.py            # ~5-8 min on one thread
+    OMP_NUM_THREADS=1 nice -n 10 python tools/train_poe_bridge_toy.py          # ~3-8 min on one thread
+    OMP_NUM_THREADS=1 nice -n 10 python tools/train_poe_bridge_toy.py --check  # re-train, compare sha256
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 import time
@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from zoo.common.toy_text import ArithTokenizer, eval_problems, solution  # noqa: E402
+from zoo.common.training import add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint  # noqa: E402
 from zoo.methods.poe_bridge.toy import build_ar, build_dlm  # noqa: E402
 
 MAX_NEW = 40
@@ -50,15 +51,12 @@ def batch(tok: ArithTokenizer, n: int, g: torch.Generator, digits: int, banned: 
 
 
 def train_ar(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> torch.nn.Module:
-    from tqdm import tqdm
-
     tok = ArithTokenizer(digits)
     model = build_ar(digits=digits).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
+    opt, sched = adamw_one_cycle(model.parameters(), lr, steps, pct_start=0.1, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed)
     n_ans = 9 * digits + digits + 3  # answer + first EOS
-    for step in (bar := tqdm(range(steps), desc="AR", mininterval=2)):
+    for step in (bar := progress(range(steps), desc="AR")):
         x, P = batch(tok, bs, g, digits, banned)
         x = x[:, : P + n_ans]
         logits = model(input_ids=x[:, :-1]).logits
@@ -71,25 +69,18 @@ def train_ar(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> 
 
 def _update(model, opt, sched, loss, bar, step: int) -> None:
     """One AdamW step with gradient clipping at 1.0 and the one-cycle schedule."""
-    opt.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    sched.step()
+    optimizer_step(model, opt, sched, loss, clip=1.0)
     if step % 50 == 0:
         bar.set_postfix(loss=f"{loss.item():.4f}")
 
 
 def train_dlm(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> torch.nn.Module:
-    from tqdm import tqdm
-
     tok = ArithTokenizer(digits)
     model = build_dlm(digits=digits).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
+    opt, sched = adamw_one_cycle(model.parameters(), lr, steps, pct_start=0.1, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed + 1)
     eps = 1e-3
-    for step in (bar := tqdm(range(steps), desc="DLM", mininterval=2)):
+    for step in (bar := progress(range(steps), desc="DLM")):
         x, P = batch(tok, bs, g, digits, banned)
         t = torch.rand(bs, 1, generator=g) * (1 - eps) + eps
         m = torch.rand(x.shape, generator=g) < t
@@ -102,16 +93,6 @@ def train_dlm(steps: int, bs: int, lr: float, digits: int, seed: int, banned) ->
     return model.eval()
 
 
-def save(model: torch.nn.Module, path: Path) -> str:
-    from safetensors.torch import save_file
-
-    sd = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
-    # tied embeddings: keep one copy only if the model reloads it strictly without the duplicate
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(sd, str(path))
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ar-steps", type=int, default=2000)
@@ -122,19 +103,32 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
     ap.add_argument("--only", choices=["ar", "dlm"], default=None)
+    add_check_argument(ap)
     args = ap.parse_args()
+    if args.check:
+        names = {"ar": ["poe-bridge-ar.safetensors"], "dlm": ["poe-bridge-dlm.safetensors"]}.get(args.only, ["poe-bridge-ar.safetensors", "poe-bridge-dlm.safetensors"])
+        ok = check_reproduces(lambda d: train(args, d), {n: args.out / n for n in names})
+        raise SystemExit(0 if ok else 1)
+    train(args, args.out)
+
+
+def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     torch.manual_seed(args.seed)
     banned = {(e.a, e.b) for e in eval_problems(256, args.digits)}
+    written = {}
     if args.only in (None, "ar"):
         t = time.time()
         ar = train_ar(args.ar_steps, args.batch_size, args.lr, args.digits, args.seed, banned)
-        h = save(ar, args.out / "poe-bridge-ar.safetensors")
+        written["poe-bridge-ar.safetensors"] = out / "poe-bridge-ar.safetensors"
+        h = save_checkpoint(ar, written["poe-bridge-ar.safetensors"], quiet=True)
         print(f"AR  {time.time() - t:6.1f}s  poe-bridge-ar.safetensors  sha256 {h}")
     if args.only in (None, "dlm"):
         t = time.time()
         dlm = train_dlm(args.dlm_steps, args.batch_size, args.lr, args.digits, args.seed, banned)
-        h = save(dlm, args.out / "poe-bridge-dlm.safetensors")
+        written["poe-bridge-dlm.safetensors"] = out / "poe-bridge-dlm.safetensors"
+        h = save_checkpoint(dlm, written["poe-bridge-dlm.safetensors"], quiet=True)
         print(f"DLM {time.time() - t:6.1f}s  poe-bridge-dlm.safetensors  sha256 {h}")
+    return written
 
 
 if __name__ == "__main__":

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import torch
 from pydantic import Field
 
 from registry.contract import FactoryParams, factory
+from zoo.common.digits import digits_images as digits_data  # noqa: F401  (the digits data now live in zoo.common.digits)
 
 DIGITS_UNET: dict[str, Any] = dict(
     sample_size=8, in_channels=1, out_channels=1, layers_per_block=1, block_out_channels=[16, 32],
@@ -45,11 +45,3 @@ def build_digits_unet(**overrides: Any):
     model = UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
     model.data_mean = DIGITS_MEAN
     return model
-
-
-def digits_data() -> torch.Tensor:
-    """scikit-learn's 1797 8x8 digits scaled to [-1, 1], shape (1797, 1, 8, 8), float32."""
-    from sklearn.datasets import load_digits
-
-    x = torch.tensor(load_digits().images, dtype=torch.float32) / 16.0
-    return (x * 2 - 1)[:, None]
