@@ -10,8 +10,6 @@ keyed by the texts and the encoder, because encoding the corpus takes ~1-2 min o
 from __future__ import annotations
 
 import hashlib
-import os
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
