@@ -20,11 +20,10 @@ def test_check_counts_k_of_n_and_summarises_per_spec(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     counters = re.findall(r"^\[(\d)/(\d)\] PASS  ", out, flags=re.M)
     assert counters == [("1", "3"), ("2", "3"), ("3", "3")]
-    assert re.search(r"^spec\s+pass\s+fail\s+skip\s+seconds\s+cpu-s\s+slowest checks$", out, flags=re.M)
-    assert re.search(r"^demo-gaussian\s+1\s+0\s+0\s+\d+\.\d\s+\d+\.\d\s+metric", out, flags=re.M)
-    assert re.search(r"^demo-paired\s+2\s+0\s+0\s+\d+\.\d\s+\d+\.\d\s+metric", out, flags=re.M)
-    # the last line: counts, then (engine-ext's budget) the wall/CPU totals
-    assert re.search(r"^3 passed, 0 failed, 0 skipped in \d+\.\ds \(\d+\.\ds CPU\)$", out.rstrip().splitlines()[-1])
+    assert re.search(r"^spec\s+pass\s+fail\s+skip\s+seconds$", out, flags=re.M)
+    assert re.search(r"^demo-gaussian\s+1\s+0\s+0\s+\d+\.\d$", out, flags=re.M)
+    assert re.search(r"^demo-paired\s+2\s+0\s+0\s+\d+\.\d$", out, flags=re.M)
+    assert out.rstrip().endswith("3 passed, 0 failed, 0 skipped")
 
 
 class _Tty(io.StringIO):
