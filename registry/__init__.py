@@ -11,12 +11,13 @@ from typing import Any
 _EXPORTS = {
     "Catalog": "catalog", "Entry": "catalog",
     "CliInputs": "contract", "Procedure": "contract", "ProcedureParams": "contract", "invariant": "contract",
-    "FactoryParams": "contract", "factory": "contract", "metric_check": "contract",
+    "FactoryParams": "contract", "factory": "contract", "metric_check": "contract", "benchmark": "contract",
     "BuildError": "errors", "CollisionError": "errors", "HardwareError": "errors", "NotFoundError": "errors",
     "ParamError": "errors", "RequirementError": "errors", "ResolveError": "errors", "RunError": "errors", "SpecError": "errors",
     "SpecErrors": "errors", "ZooError": "errors",
     "load_spec_file": "loader", "Spec": "spec", "json_schema": "spec",
     "Pipeline": "build", "build_pipeline": "build",
+    "ProcedureOutput": "outputs", "ImageOutput": "outputs",
 }
 __all__ = sorted(_EXPORTS)
 

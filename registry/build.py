@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
-from .loader import locate
+from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
@@ -88,13 +88,16 @@ class VariantStatusError(HardwareError):
     """The variant is ``needs-training`` or ``declared-only`` (``hardware.<variant>.status``)."""
 
 
-def offline_gaps(spec: Spec, variant: str, spec_dir: Path) -> str | None:
-    """Files ``variant`` would fetch that are not on this machine, when offline (else None)."""
+def offline_gaps(spec: Spec, variant: str, spec_dir: Path, file: str | None = None) -> str | None:
+    """Files ``variant`` would fetch that are not on this machine, when offline (else None).
+    With the spec's ``file``, each source's local paths resolve where they were written
+    (:func:`registry.loader.source_dir`)."""
     if not offline():
         return None
     from .weights import missing_offline
 
-    gaps = [m for r in spec.roles_of(variant) if (m := missing_offline(spec.models[r].variants[variant], spec_dir))]
+    gaps = [m for r in spec.roles_of(variant)
+            if (m := missing_offline(spec.models[r].variants[variant], source_dir(file, r, variant, spec_dir)))]
     return f"offline and not in the local cache: {', '.join(gaps)}" if gaps else None
 
 
@@ -135,7 +138,7 @@ def choose_variant(spec: Spec, variant: str | None, device: str | None, machine:
                 reasons.append(f"{v} {why}")
                 continue
             refusal = spec.hardware[v].refusal(v)
-            gap = None if refusal else offline_gaps(spec, v, spec_dir or Path.cwd())
+            gap = None if refusal else offline_gaps(spec, v, spec_dir or Path.cwd(), file)
             if refusal or gap:
                 passed_over.append(refusal.removeprefix("variant ") if refusal else f"{v} {gap}")
                 continue
@@ -511,6 +514,16 @@ class Pipeline:
     def procedure(self) -> Any:
         return self.samplers[self.default]
 
+    @property
+    def native(self) -> Any:
+        """The library object users already know for the default procedure (e.g. a diffusers
+        pipeline with the method's scheduler installed), from the procedure's ``native()``; the
+        same built models, nothing reloaded. One-line :class:`RunError` when it has none."""
+        make = getattr(self.procedure, "native", None)
+        if make is None:
+            raise RunError(f"{self.spec.name} ({self.default}) has no native pipeline", Location(self.file))
+        return self._guard(make)
+
     def __repr__(self) -> str:
         return (
             f"<zoo pipeline {self.spec.name} variant={self.variant} device={self.device} "
@@ -541,7 +554,7 @@ def build_pipeline(
     if skipped:
         warnings.warn(f"{spec.name}: using variant {chosen}; skipped {'; '.join(skipped)}", ZooWarning, stacklevel=2)
     hw = spec.hardware[chosen]
-    if dtype is not None and dtype not in hw.dtypes and dtype != "float32":
+    if dtype is not None and dtype not in hw.dtypes:  # refused before any model is built
         raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
     default = sampler or spec.default
     if default not in spec.samplers and default not in spec.recipes:
@@ -560,7 +573,7 @@ def build_pipeline(
             if isinstance(source, RoleSource):
                 cached = derive_role(models[source.from_role], source, loc=loc)
             else:
-                cached = build_model(source, spec_dir=spec_dir, device=dev, dtype=dtype, trust_remote_code=trust_remote_code, loc=loc, multi_gpu=hw.gpus > 1,
+                cached = build_model(source, spec_dir=source_dir(fname, role, chosen, spec_dir), device=dev, dtype=dtype, trust_remote_code=trust_remote_code, loc=loc, multi_gpu=hw.gpus > 1,
                                      allow_outside_paths=allow_outside_paths)
             if use_cache:
                 with _cache_lock:

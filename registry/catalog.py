@@ -244,6 +244,7 @@ class Catalog:
     def _sources(self) -> list[tuple[Path, str]]:
         out: list[tuple[Path, str]] = []
         from importlib.metadata import entry_points
+        from importlib.util import find_spec
 
         self._source_errors.clear()
         for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):

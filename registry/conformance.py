@@ -461,7 +461,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             if refusal:
                 raise Skipped(refusal)
             resolve(m.check, kind="metric_check")
-            value = _pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params)
+            value = float(_pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params))
             measured[mid] = (spec.name, m, value, str(entry.path), target.device)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
@@ -631,12 +631,14 @@ def budget_seconds(value: float | None = None) -> float:
 def run_checks(
     entries: Iterable[Entry], *, slow: bool = False, only: str | None = None, verbose: bool = True, target: Target = Target(),
     debug: bool = False, record: bool = False, allow_remote_code_stub: bool = False, budget: float | None = None,
+    results: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Run every check of ``entries``; print ``[k/N] STATUS id`` per check (failures always, the rest
     when ``verbose``; on a TTY a quiet run shows a progress bar instead), then a per-spec summary (wall
     and CPU seconds, the five slowest checks); True if none failed. ``record`` stores each re-measured
     metric (see :mod:`registry.metrics_store`). With ``budget`` (CPU seconds), a spec whose default
-    (non-slow) checks cost more fails."""
+    (non-slow) checks cost more fails. ``results`` (a list) receives one dict per check: id, spec,
+    status, message, wall and CPU seconds (``zoo check --json``)."""
     load_hypothesis_profile(slow)
     plan = [c for e in entries for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
             if not only or only in c.id]
@@ -649,6 +651,9 @@ def run_checks(
         if bar is not None:
             bar.set_description(check.id[:60], refresh=False)
         status, msg, secs = run_check(check, debug=debug)
+        if results is not None:
+            results.append({"id": check.id, "spec": check.spec, "status": status, "message": msg,
+                            "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow})
         if check.id in measured:
             _record(check.id, status, record)
         counts[status] += 1

@@ -102,11 +102,80 @@ class Procedure:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _REGISTRY.setdefault("procedure", set()).add(cls)  # subclassing is the opt-in
+        call = cls.__dict__.get("__call__")
+        if call is not None and not getattr(call, "_zoo_overrides", False):
+            cls.__call__ = _accepting_overrides(call)  # type: ignore[method-assign]
+
+    def with_params(self, **overrides: Any) -> "Procedure":
+        """This procedure with some ``Params`` changed, validated by the same model as the spec's
+        (a bad value is a :class:`~registry.errors.ParamError` naming the parameter). The built
+        models are reused, never rebuilt or reloaded; the procedure object is re-made (its
+        scheduler or grid may depend on the params) and remembered per distinct override."""
+        if not overrides:
+            return self
+        try:
+            key: Any = tuple(sorted(overrides.items()))
+            hash(key)
+        except TypeError:
+            key = None
+        memo = self.__dict__.setdefault("_zoo_with_params", {})
+        if key is not None and key in memo:
+            return memo[key]
+        from pydantic import ValidationError
+
+        from .build import validation_error
+        from .errors import Location
+
+        params_cls = type(self.params)
+        try:
+            params = params_cls.model_validate({**dict(self.params), **overrides})
+        except ValidationError as exc:
+            where = lambda f: Location(None, None, None, f"parameter {f}")  # noqa: E731
+            err = validation_error(exc, params_cls, where, set(overrides))
+            raise type(err)(err.message.replace("unknown parameter;", f"unknown parameter of {type(self).__name__};", 1),
+                            err.location) from None
+        models = self.models
+        if self.mutates_models:
+            models = private_copies(models)
+        clone = type(self)(models=models, params=params, device=self.device, dtype=self.dtype)
+        if key is not None:
+            if len(memo) >= 8:
+                memo.pop(next(iter(memo)))
+            memo[key] = clone
+        return clone
 
     def run_cli(self, inputs: BaseModel | None, seed: int) -> str:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""
         result = self(seed=seed, **self.example_inputs(1))
         return summarize(result)
+
+
+def _accepting_overrides(call: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a procedure's ``__call__`` so keyword arguments naming ``Params`` fields (and not the
+    call's own inputs) are per-call overrides: ``pipe(seed=0, num_inference_steps=20)`` or
+    ``pipe.samplers["x"](..., **params)`` runs :meth:`Procedure.with_params` of them."""
+    import functools
+
+    sig = inspect.signature(call).parameters
+    own = {n for n, p in sig.items() if p.kind is not p.VAR_KEYWORD} - {"self"}
+    open_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.values())
+
+    @functools.wraps(call)
+    def wrapper(self: Procedure, *args: Any, **kwargs: Any) -> Any:
+        fields = getattr(type(self.params), "model_fields", {})
+        unknown = [k for k in kwargs if k not in fields and k not in own]
+        if unknown and not open_kwargs:
+            from .errors import Location, ParamError
+
+            raise ParamError(f"unknown parameter or input of {type(self).__name__}; parameters: "
+                             f"{', '.join(fields) or 'none'}; inputs: {', '.join(sorted(own)) or 'none'}",
+                             Location(None, None, None, f"parameter {unknown[0]}"))
+        overrides = {k: kwargs.pop(k) for k in [k for k in kwargs if k in fields and k not in own]}
+        target = self.with_params(**overrides) if overrides else self
+        return call(target, *args, **kwargs)
+
+    wrapper._zoo_overrides = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class Roles(dict):  # type: ignore[type-arg]
@@ -211,9 +280,9 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
 
 # ----------------------------------------------------------------------------- registration
 #: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
-#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``), ``benchmark`` (``bench``:
-#: a ``main(argv) -> int``); ``converter`` and ``transform`` are reserved for the weight-conversion engine.
-KINDS = ("factory", "procedure", "metric_check", "benchmark", "converter", "transform")
+#: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``), ``converter`` and
+#: ``transform`` (the weight-conversion engine), ``benchmark`` (``bench:``, run by ``zoo bench``).
+KINDS = ("factory", "procedure", "metric_check", "converter", "transform", "benchmark")
 _REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
 _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -303,11 +372,6 @@ def metric_check(fn: F) -> F:
     return register("metric_check", fn)
 
 
-def benchmark(fn: F) -> F:
-    """Register a method's benchmark entry point ``main(argv: list[str] | None) -> int`` (``zoo bench``)."""
-    return register("benchmark", fn)
-
-
 def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
     """Register a weight converter ``fn(state_dict) -> state_dict`` (a spec's ``convert:``): it maps
     a checkpoint's keys/layout to the factory's. ``inverse`` maps the factory's state dict back to
@@ -325,3 +389,9 @@ def transform(fn: F) -> F:
     """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
     ``transform:``): quantise, patch an embedder, install attention processors."""
     return register("transform", fn)
+
+
+def benchmark(fn: F) -> F:
+    """Register a method's benchmark ``fn(argv: list[str]) -> int`` (a spec's ``bench:``), run by
+    ``zoo bench NAME [--quick] [args]``."""
+    return register("benchmark", fn)

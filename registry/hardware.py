@@ -15,12 +15,52 @@ class Machine:
     cuda_names: tuple[str, ...]
     bf16_cuda: bool
     mps: bool
+    how: str = "torch"  # "torch" (detect) or the torch-free probe's source (probe)
 
     def describe(self) -> str:
         if self.cuda_devices:
             gpus = ", ".join(f"{n} ({m:.0f} GB)" for n, m in zip(self.cuda_names, self.cuda_memory_gb))
             return f"cpu + {self.cuda_devices} cuda ({gpus})"
         return "cpu + mps" if self.mps else "cpu only"
+
+
+@lru_cache(maxsize=1)
+def probe() -> Machine:
+    """What this machine offers, without importing torch (for ``zoo show`` / ``zoo doctor``):
+    ``CUDA_VISIBLE_DEVICES`` empty or ``-1`` hides every GPU; otherwise ``nvidia-smi`` (when on
+    PATH) lists the GPUs' names, memory and compute capability (bf16 from 8.0); Apple silicon
+    implies mps. It can differ from :func:`detect` (e.g. a CPU-only torch build on a GPU machine),
+    which the builder uses."""
+    import platform
+    import shutil
+    import subprocess
+    import sys
+
+    mps = sys.platform == "darwin" and platform.machine() == "arm64"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return Machine(0, (), (), False, mps, "CUDA_VISIBLE_DEVICES")
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return Machine(0, (), (), False, mps, "no nvidia-smi")
+    try:
+        out = subprocess.run([smi, "--query-gpu=name,memory.total,compute_cap", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return Machine(0, (), (), False, mps, "nvidia-smi failed")
+    rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.count(",") >= 2]
+    if visible is not None:  # a list of indices: keep those
+        keep = [int(i) for i in visible.split(",") if i.strip().isdigit()]
+        rows = [rows[i] for i in keep if i < len(rows)] if keep else rows
+    names, mem, caps = [], [], []
+    for name, total, cap in (r[:3] for r in rows):
+        try:
+            mem.append(float(total) / 1024)
+            caps.append(float(cap))
+        except ValueError:
+            continue
+        names.append(name)
+    return Machine(len(names), tuple(mem), tuple(names), bool(caps) and min(caps) >= 8.0, mps, "nvidia-smi")
 
 
 @lru_cache(maxsize=1)
@@ -33,7 +73,7 @@ def detect() -> Machine:
     names = tuple(torch.cuda.get_device_name(i) for i in range(n))
     bf16 = bool(n and torch.cuda.is_bf16_supported())
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    return Machine(n, mem, names, bf16, mps)
+    return Machine(n, mem, names, bf16, mps, "torch")
 
 
 def fits(target: HardwareTarget, machine: Machine, device: str | None = None) -> tuple[bool, str]:

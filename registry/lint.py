@@ -1,14 +1,19 @@
 """Checks beyond the schema: code targets point into allowed packages, shipped weights exist and
-match their sha256 (no import), and with ``resolve=True`` every target resolves to an object
-registered for its kind (imports the allowed package's modules). Used by ``zoo validate``."""
+match their sha256 (no import), every target is registered for its kind, procedure ``params`` /
+``variant_params`` and factory ``config`` match the implementation's models, and ``model_class``
+names a public class of transformers/diffusers. Used by ``zoo validate``.
+
+Targets are looked up statically in the ``zoo-index.json`` their package ships (see
+:mod:`registry.static`), so validating the built-in specs imports neither method code nor torch;
+for a package without an index, ``resolve=True`` imports it to check registration."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from .errors import ResolveError, SpecError
-from .loader import locate, spec_roots, within
+from .loader import locate, source_dir, spec_roots, within
 from .resolve import allowed_packages
-from .spec import Spec, TimmSource, ZooSource
+from .spec import HubSource, Spec, TimmSource, ZooSource
 
 
 def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecError]:
@@ -19,29 +24,55 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         return [SpecError(exc.message, exc.location)]
     errors: list[SpecError] = []
 
-    def target(value: str | None, field: str, kind: str) -> None:
+    def target(value: str | None, field: str, kind: str) -> dict | None:
+        """Check one target; its static index entry (params schema) when there is one."""
+        from .static import target_info
+
         if value is None:
-            return
+            return None
         top = value.split(":")[0].split(".")[0]
         if top not in allowed:
             errors.append(SpecError(
                 f"{value!r} is not allowed: package {top!r} is not in the allowlist ({', '.join(sorted(allowed))})",
                 locate(file, field),
             ))
-        elif resolve:
+            return None
+        info = target_info(value)
+        if info is not None:
+            entry, index = info
+            if entry is None or kind not in entry.get("kinds", []):
+                what = f"a {', '.join(entry['kinds'])}" if entry else "not registered"
+                errors.append(SpecError(
+                    f"{value!r} is not registered as a {kind.replace('_', ' ')} ({what} per {index})", locate(file, field)))
+                return None
+            return entry
+        if resolve:
             from .resolve import resolve as resolve_target
 
             try:
                 resolve_target(value, locate(file, field), kind=kind)
             except ResolveError as exc:
                 errors.append(SpecError(exc.message, exc.location))
+        return None
+
+    def params(entry: dict | None, values: dict, field: str) -> None:
+        from .static import check_values
+
+        schema = (entry or {}).get("params")
+        if not schema or not isinstance(values, dict):
+            return
+        for key, msg in check_values(schema, values):
+            errors.append(SpecError(msg, locate(file, f"{field}.{key}")))
 
     top = spec.implementation.split(".")[0]
     if top not in allowed:
         errors.append(SpecError(f"package {top!r} is not in the allowlist", locate(file, "implementation")))
     for section in ("samplers", "recipes"):
         for name, proc in getattr(spec, section).items():
-            target(proc.target, f"{section}.{name}.target", "procedure")
+            entry = target(proc.target, f"{section}.{name}.target", "procedure")
+            params(entry, proc.params, f"{section}.{name}.params")
+            for v, values in proc.variant_params.items():
+                params(entry, values, f"{section}.{name}.variant_params.{v}")
     for i, metric in enumerate(spec.metrics):
         target(metric.check, f"metrics.{i}.check", "metric_check")
     target(spec.bench, "bench", "benchmark")
@@ -49,14 +80,22 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"
             if isinstance(src, ZooSource):
-                target(src.factory, f"{field}.factory", "factory")
+                params(target(src.factory, f"{field}.factory", "factory"), src.config or {}, f"{field}.config")
                 target(src.convert, f"{field}.convert", "converter")
             target(getattr(src, "transform", None), f"{field}.transform", "transform")
+            if isinstance(src, HubSource) and src.model_class:
+                from .static import library_has
+
+                known = library_has(src.source, src.model_class)
+                if known is not None and not known[0]:
+                    hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
+                    errors.append(SpecError(f"{src.source} has no class {src.model_class!r}{hint}", locate(file, f"{field}.model_class")))
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 
-                path = Path(file).parent / src.weights
-                if not any(within(root, path) for root in spec_roots(file)):  # never hash files outside
+                base = source_dir(file, role, variant, Path(file).parent)  # inherited: the parent's folder
+                path = base / src.weights
+                if not any(within(root, path) for root in (*spec_roots(file), base.resolve())):  # never hash files outside
                     errors.append(SpecError(f"weights file {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)",
                                             locate(file, f"{field}.weights")))
                 elif not path.is_file():

@@ -4,15 +4,18 @@
 * Duplicate keys are errors (the last value silently winning is a classic config bug).
 * Every problem names ``file:line:col: field.path: message``; all problems of a file are
   reported at once, unknown keys with a "did you mean".
-* ``extends: other.yaml`` (a path relative to the file) inherits another spec: mappings merge
-  key by key, everything else (lists, scalars) is replaced by the child, and a child value of
-  ``null`` deletes the key. Chains are allowed, cycles are errors; errors in inherited fields
-  name the parent file and line. Relative ``weights`` paths resolve against the child's folder.
+* ``extends: other.yaml`` (a path relative to the file) or ``extends: spec-name`` (a catalogued
+  spec) inherits another spec: mappings merge key by key, everything else (lists, scalars) is
+  replaced by the child, and a child value of ``null`` deletes the key. Chains are allowed, cycles
+  are errors; errors in inherited fields name the parent file and line. Relative paths
+  (``weights``, local ``id``, ``adapters``) resolve against the folder of the file that wrote
+  them: inherited ones stay relative to the parent, and must lie in the parent's folder tree.
 """
 from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -509,14 +512,64 @@ def _decode(raw: bytes, file: str) -> str:
 Reads = list[tuple[str, "str | None"]]
 
 
+_SPEC_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
 def _extends_path(ref: Any, p: Path, here: Location) -> Path:
-    if not isinstance(ref, str) or not ref.endswith((".yaml", ".yml")):
-        raise SpecError("expected the path of a spec file relative to this one, e.g. ddim.yaml", here)
+    """The parent file ``extends: ref`` names: a path (``*.yaml``/``*.yml``, relative to this
+    file) or a spec name found through the catalog's sources (see :func:`find_spec_by_name`)."""
+    if not isinstance(ref, str):
+        raise SpecError("expected the path of a spec file relative to this one (e.g. ddim.yaml) or a spec name", here)
     if not ref.isprintable():
         raise SpecError(f"the path {ref!r} contains control characters", here)
     if len(ref) > MAX_EXTENDS_CHARS or any(len(part.encode()) > 255 for part in ref.split("/")):
         raise SpecError(f"the path is too long ({len(ref)} characters; at most {MAX_EXTENDS_CHARS}, 255 per name)", here)
-    return p.parent / ref
+    if ref.endswith((".yaml", ".yml")):
+        return p.parent / ref
+    if not _SPEC_NAME.fullmatch(ref):
+        raise SpecError(f"expected a spec file (*.yaml) or a spec name (lower-case letters, digits, -), got {ref!r}", here)
+    found = find_spec_by_name(ref, exclude=p)
+    if found is None:
+        raise SpecError(f"no spec named {ref!r} in the catalog (built-ins, zoo.specs plugins, "
+                        "ZOO_SPECS_PATH); name a file instead (a path ending in .yaml)", here)
+    return found
+
+
+def find_spec_by_name(name: str, exclude: Path | None = None) -> Path | None:
+    """The file of the catalogued spec called ``name`` (built-ins, ``zoo.specs`` entry points,
+    ``$ZOO_SPECS_PATH``), found by reading each candidate's ``name:`` only (no ``extends``, no
+    validation, so a spec extending by name never recurses into indexing). Files named
+    ``<name>.yaml`` are tried first."""
+    from .catalog import Catalog
+
+    catalog = Catalog()
+    files = [f for src, _ in catalog._sources() for f in catalog._files(src)]
+    files.sort(key=lambda f: f.stem != name)
+    skip = os.path.realpath(exclude) if exclude is not None else None
+    for f in files:
+        if skip is not None and os.path.realpath(f) == skip:
+            continue
+        try:
+            doc = parse_yaml(_decode(read_spec_bytes(f), str(f)), str(f))
+        except SpecError:
+            continue
+        if isinstance(doc.data, dict) and doc.data.get("name") == name:
+            return f
+    return None
+
+
+def source_dir(file: str | None, role: str, variant: str, fallback: Path) -> Path:
+    """The folder a model source's relative paths (``weights``, a local ``id``, ``adapters``) resolve
+    against: the folder of the spec file that wrote them, so paths inherited through ``extends``
+    stay relative to the parent."""
+    if file is None:
+        return fallback
+    doc = _document(file)
+    base = ("models", role, "variants", variant)
+    for key in ("weights", "id", "adapters", "model_name"):
+        if base + (key,) in doc.positions:
+            return Path(doc.origins.get(base + (key,), doc.file)).resolve().parent
+    return fallback
 
 
 def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str | os.PathLike[str] | None = None,
@@ -546,13 +599,14 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
         chain = _chain + (p.resolve(),)
     except (OSError, RuntimeError, ValueError) as exc:
         raise SpecError(f"cannot resolve {joined}: {exc}", here) from None
-    outside = _outside(parent_path, roots, "the parent")
+    by_name = not str(doc.data["extends"]).endswith((".yaml", ".yml"))
+    outside = None if by_name else _outside(parent_path, roots, "the parent")  # a catalogued spec is not a path read
     if outside:
         raise SpecError(outside, here)
     if parent_path in chain:
         raise SpecError(f"extends cycle: {' -> '.join(c.name for c in chain)} -> {parent_path.name}", here)
     try:
-        parent = read_document(parent_path, chain, reads=reads, _roots=roots)
+        parent = read_document(parent_path, chain, reads=reads, _roots=spec_roots(parent_path, root) if by_name else roots)
     except SpecError as exc:
         if exc.location.file == str(parent_path) and exc.location.line is None:  # the parent file itself
             raise SpecError(f"extends {parent_path}: {exc.message}", here) from None
@@ -567,29 +621,36 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
     return merged
 
 
-def check_paths(spec: Spec, doc: Document, roots: tuple[Path, ...]) -> None:
-    """Weights a spec names must lie inside its folder tree (or the caller's root)."""
-    base = Path(doc.file).parent
+def check_paths(spec: Spec, doc: Document, roots: tuple[Path, ...], root: str | os.PathLike[str] | None = None) -> None:
+    """Weights a spec names must lie inside the folder tree of the file that names them (a parent's
+    own weights inside the parent's tree), or the caller's root."""
     problems = []
+
+    def tree(path: PathKey) -> tuple[Path, tuple[Path, ...]]:
+        origin = doc.origins.get(path, doc.file)
+        if origin == doc.file:
+            return Path(doc.file).parent, roots
+        return Path(origin).parent, spec_roots(origin, root)
+
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
+            at = ("models", role, "variants", variant)
             weights = getattr(src, "weights", None)
             if isinstance(weights, str):  # a hub file ({hub, filename, ...}) is fetched, not read from the tree
-                outside = _outside(base / weights, roots, "the weights file")
+                base, where = tree(at + ("weights",))
+                outside = _outside(base / weights, where, "the weights file")
                 if outside:
-                    problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "weights"))))
+                    problems.append(SpecError(outside, doc.location(at + ("weights",))))
             for i, adapter in enumerate(getattr(src, "adapters", None) or []):
-                outside = _outside(base / adapter.path, roots, "the adapter folder") if adapter.path else None
+                base, where = tree(at + ("adapters",))
+                outside = _outside(base / adapter.path, where, "the adapter folder") if adapter.path else None
                 if outside:
-                    problems.append(SpecError(outside, doc.location(("models", role, "variants", variant, "adapters", i, "path"))))
+                    problems.append(SpecError(outside, doc.location(at + ("adapters", i, "path"))))
     if problems:
         raise SpecErrors(problems)
 
 
-def locate(file: str | None, field_path: str) -> Location:
-    """Location (with line and column) of a dotted field path in a spec file already loaded."""
-    if file is None:
-        return Location(None, None, None, field_path)
+def _document(file: str) -> Document:
     doc = _DOCUMENTS.get(str(file))
     if doc is None:
         try:
@@ -597,6 +658,14 @@ def locate(file: str | None, field_path: str) -> Location:
         except SpecError:
             doc = Document(None, str(file))
         _DOCUMENTS[str(file)] = doc
+    return doc
+
+
+def locate(file: str | None, field_path: str) -> Location:
+    """Location (with line and column) of a dotted field path in a spec file already loaded."""
+    if file is None:
+        return Location(None, None, None, field_path)
+    doc = _document(file)
     parts = tuple(int(p) if p.isdigit() else p for p in field_path.split(".")) if field_path else ()
     return doc.location(parts, field_path)
 
@@ -610,5 +679,5 @@ def load_spec_file(path: str | Path, *, root: str | os.PathLike[str] | None = No
     doc = read_document(path, reads=reads, _roots=roots)
     _DOCUMENTS[str(path)] = doc
     spec = validate_document(doc)
-    check_paths(spec, doc, roots)
+    check_paths(spec, doc, roots, root)
     return spec

@@ -107,3 +107,20 @@ def test_variant_params_apply_to_their_variant_only(tmp_path: Path) -> None:
     (tmp_path / "w.yaml").write_text(text.replace("full: {steps: 7}", "fast: {steps: 7}"))
     with pytest.raises(Exception, match="unknown variant"):
         zoo.spec(str(tmp_path / "w.yaml"))
+
+
+def test_undeclared_dtype_is_refused_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #11 item 2: ``dtype="float32"`` on a float64-only variant (f-dpmsolver's toy) is one
+    HardwareError naming the declared dtypes, raised before any model is built (it used to be
+    accepted and crash later with a raw RuntimeError)."""
+    import zoo
+    from registry import build
+    from registry.errors import HardwareError
+
+    built: list[object] = []
+    monkeypatch.setattr(build, "build_model", lambda *a, **k: built.append(a) or (_ for _ in ()).throw(AssertionError("built")))
+    with pytest.raises(HardwareError) as exc:
+        zoo.load("f-dpmsolver", variant="toy", dtype="float32")
+    msg = str(exc.value)
+    assert "dtype float32 not declared for variant toy (declared: float64)" in msg and "\n" not in msg
+    assert "f-dpmsolver.yaml:" in msg and not built

@@ -104,3 +104,68 @@ def test_catalog_revalidates_children_when_the_parent_changes(tmp_path: Path, mo
     cat2 = Catalog()
     cat2.add_path(specs)
     assert "demo-child" not in cat2.list() and any(b.path == p.resolve() for b in cat2.broken())
+
+
+# ---------------------------------------------------------------- issue #11 item 3
+BUILTIN = Path(__file__).resolve().parents[1] / "specs"
+
+
+def _digits_builds(child: Path, **kw: object) -> None:
+    """The child inherits f-dpmsolver's digits UNet, whose weights file is relative to the parent."""
+    from registry.build import build_pipeline
+    from registry.loader import source_dir
+
+    spec = load_spec_file(child, **kw)
+    assert spec.models["denoiser"].variants["digits"].weights == "weights/f-dpmsolver-digits-unet.safetensors"
+    assert source_dir(str(child), "denoiser", "digits", child.parent) == BUILTIN.resolve()
+    pipe = build_pipeline(spec, file=child, variant="digits", device="cpu", use_cache=False)
+    assert pipe.models["denoiser"] is not None
+
+
+def test_inherited_weights_stay_relative_to_the_parent_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child in another folder extending ``specs/f-dpmsolver.yaml`` by path (the caller widening
+    the folder tree with ``root``) loads and builds: the parent's weights resolve against the
+    parent's folder, not the child's."""
+    import os
+
+    other = tmp_path / "mine"
+    other.mkdir()
+    child = other / "fdpm-mine.yaml"
+    child.write_text(f"extends: {os.path.relpath(BUILTIN / 'f-dpmsolver.yaml', other)}\nname: fdpm-mine\n")
+    _digits_builds(child, root=BUILTIN)
+
+
+def test_extends_by_spec_name_through_the_catalog(tmp_path: Path) -> None:
+    """``extends: f-dpmsolver`` names a catalogued spec: no path, no widened root; the parent's own
+    weights (inside the parent's folder tree) are fine, and the result is the parent's data."""
+    child = tmp_path / "fdpm-named.yaml"
+    child.write_text("extends: f-dpmsolver\nname: fdpm-named\nsamplers:\n  f-ddim:\n    params: {num_inference_steps: 7, solver_order: 1}\n")
+    spec = load_spec_file(child)
+    parent = load_spec_file(BUILTIN / "f-dpmsolver.yaml")
+    assert spec.samplers["f-ddim"].params["num_inference_steps"] == 7
+    assert spec.models == parent.models and spec.implementation == parent.implementation
+    _digits_builds(child)
+
+
+def test_child_weights_outside_its_tree_are_still_refused(tmp_path: Path) -> None:
+    """Inheriting by name widens nothing for the child's own paths: a weights path the child writes
+    outside its folder tree is still an error at its line."""
+    child = tmp_path / "fdpm-evil.yaml"
+    child.write_text("extends: f-dpmsolver\nname: fdpm-evil\nmodels:\n  denoiser:\n    variants:\n      digits:\n"
+                     "        weights: ../../etc/x.safetensors\n")
+    with pytest.raises(SpecError, match=r"fdpm-evil.yaml:7:9: .*outside the spec's folder tree"):
+        load_spec_file(child)
+
+
+def test_extends_by_name_cycle_and_unknown_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cycles through names are errors naming the chain; an unknown name is one located line."""
+    (tmp_path / "a.yaml").write_text("extends: cyc-b\nname: cyc-a\n")
+    (tmp_path / "b.yaml").write_text("extends: cyc-a\nname: cyc-b\n")
+    monkeypatch.setenv("ZOO_SPECS_PATH", str(tmp_path))
+    with pytest.raises(SpecError, match="extends cycle: a.yaml -> b.yaml -> a.yaml"):
+        load_spec_file(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("name: cyc-c\nextends: no-such-spec-zz\n")
+    with pytest.raises(SpecError) as exc:
+        load_spec_file(tmp_path / "c.yaml")
+    assert str(exc.value).startswith(f"{tmp_path / 'c.yaml'}:2:1: extends: no spec named 'no-such-spec-zz'")
+    assert "\n" not in str(exc.value)

@@ -36,6 +36,9 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     for weights in (REPO / "specs" / "weights").glob("*.safetensors"):
         assert f"zoo_specs/weights/{weights.name}" in names, weights.name
     assert "zoo/cli.py" in names and "registry/build.py" in names
+    # issue #11 item 5: the static indexes zoo validate reads instead of importing torch
+    for index in [*(REPO / "zoo").rglob("zoo-index.json"), REPO / "registry" / "library_names.json"]:
+        assert str(index.relative_to(REPO)) in names, index
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],

@@ -9,6 +9,7 @@ import argparse
 import builtins
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -82,15 +83,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{k: h[k] for k in ("name", "task", "title", "tags", "variants")} for h in headers], indent=2))
     else:
-        width = max([len(printable(n)) for n in names] + [4])
+        rows = []
         for h in headers:
             status = h.get("status") or {}
-            variants = ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"])
-            print(f"{printable(h['name']):<{width}}  {printable(h['task']):<22} "
-                  f"{printable(variants):<12} {printable(h['title'])}")
+            rows.append([h["name"], h["task"], ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"]), h["title"]])
+        for line in _table(rows):
+            print(line)
     broken = cat.broken()
     for b in broken:
-        print(f"BROKEN {b.error}", file=sys.stderr)
+        print(printable(f"BROKEN {b.error}"), file=sys.stderr)
     if args.broken:  # also import every zoo.plugins package (listing itself never does)
         from registry.resolve import plugin_problems
 
@@ -99,6 +100,72 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(printable(f"BROKEN plugin {name}: {why}"), file=sys.stderr)
         broken = [*broken, *plugins]
     return 1 if broken and (args.strict or args.broken) else 0
+
+
+def _tty() -> bool:
+    """Colour only on a terminal (and never with NO_COLOR or TERM=dumb)."""
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+_STYLES = {"ok": "32", "bad": "31", "warn": "33", "dim": "2", "bold": "1"}
+
+
+#: colour requests travel to :class:`_EscapingStdout` as private-use markers carrying a per-process
+#: random nonce, which it alone turns into ANSI codes: text from a spec or a method (escaped, and
+#: unable to guess the nonce) can never produce one.
+_NONCE = os.urandom(6).hex()
+_MARK = re.compile("\ue000" + _NONCE + "([0-9;]+)\ue001")
+
+
+def _paint(text: str, style: str) -> str:
+    """``text`` (already escaped) in an ANSI colour when stdout is a terminal; unchanged otherwise."""
+    if not _tty():
+        return text
+    return f"\ue000{_NONCE}{_STYLES[style]}\ue001{text}\ue000{_NONCE}0\ue001"
+
+
+def _table(rows: list[list[str]], indent: str = "", styles: list[str | None] | None = None) -> list[str]:
+    """Rows as aligned columns. Every cell is escaped with :func:`printable` *before* widths are
+    measured and colour added, so spec text can never inject control characters or codes."""
+    cells = [[printable(str(c)) for c in row] for row in rows]
+    if not cells:
+        return []
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(len(r) for r in cells))]
+    out = []
+    for k, row in enumerate(cells):
+        parts = [c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row)]
+        line = indent + "  ".join(parts)
+        style = styles[k] if styles else None
+        out.append(_paint(line, style) if style else line)
+    return out
+
+
+def _machine(args: argparse.Namespace) -> Any:
+    """The machine for fit columns: None (--no-detect), torch's view (--detect), else the torch-free probe."""
+    from registry.hardware import detect, probe
+
+    if getattr(args, "no_detect", False):
+        return None
+    return detect() if getattr(args, "detect", False) else probe()
+
+
+def _fit(s: Any, e: Any, v: str, machine: Any) -> tuple[str, str | None]:
+    """A variant's fit here and its colour."""
+    from registry.build import offline_gaps
+    from registry.hardware import fits
+
+    hw = s.hardware[v]
+    fit, style = "", None
+    if machine is not None:
+        ok, why = fits(hw, machine)
+        fit, style = ("fits", "ok") if ok else (f"does not fit: {why}", "dim")
+    if hw.status == "needs-training":
+        fit, style = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else ""), "warn"
+    elif hw.status == "declared-only":
+        fit, style = f"declared-only: {hw.reason}", "dim"
+    elif (gap := offline_gaps(s, v, e.path.parent, str(e.path))) is not None:
+        fit, style = (f"{fit}; {gap}" if fit else gap), "warn"
+    return fit, style
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -112,6 +179,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         builtins.print(yaml.safe_dump(s.model_dump(mode="json", exclude_defaults=True), sort_keys=False, width=110), end="")
         return 0
+    machine = _machine(args)
+    fit = {v: _fit(s, e, v, machine) for v in s.variants}
+    if args.json:
+        out = {"file": str(e.path), "origin": e.origin, "spec": s.model_dump(mode="json", exclude_defaults=True),
+               "fit": {v: f for v, (f, _) in fit.items()},
+               "machine": None if machine is None else {"describe": machine.describe(), "how": machine.how}}
+        builtins.print(json.dumps(out, indent=2))  # json.dumps escapes control characters itself
+        return 0
     print(f"{s.name}: {s.title}")
     print(f"  file:            {e.path}  ({e.origin})")
     if s.paper:
@@ -121,42 +196,32 @@ def cmd_show(args: argparse.Namespace) -> int:
     if s.summary:
         print(f"  summary:         {' '.join(s.summary.split())}")
     print("  models:")
-    for role, m in s.models.items():
-        for v, src in m.variants.items():
-            what = getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "")
-            print(f"    {role:<12} {v:<6} {src.source:<12} {what}")
+    rows = [[role, v, src.source, getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "") or ""]
+            for role, m in s.models.items() for v, src in m.variants.items()]
+    for line in _table(rows, "    "):
+        builtins.print(line)
+    rows = []
     for section in ("samplers", "recipes"):
         for n, p in getattr(s, section).items():
-            mark = " (default)" if n == s.default else ""
-            print(f"  {section[:-1]:<8} {n}{mark}: {p.target} {json.dumps(p.params) if p.params else ''}")
-            for v, extra in p.variant_params.items():
-                print(f"  {'':<8} {'':<{len(n) + len(mark)}}  on {v}: {json.dumps(extra)}")
-    print("  variants (preference order) and fit here:")
-    machine = None
-    if not args.no_detect:
-        from registry.hardware import detect, fits
-
-        machine = detect()
-    from registry.build import offline_gaps
-
+            rows.append([section[:-1], n + (" (default)" if n == s.default else ""), p.target, json.dumps(p.params) if p.params else ""])
+            rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.variant_params.items()]
+    for line in _table(rows, "  "):
+        builtins.print(line)
+    how = "" if machine is None else f" ({machine.describe()}; {'torch' if machine.how == 'torch' else 'probed without torch: ' + machine.how})"
+    print(f"  variants (preference order) and fit here{how}:")
+    rows, styles = [], []
     for v in s.variants:
         hw = s.hardware[v]
-        fit = ""
-        if machine is not None:
-            ok, why = fits(hw, machine)
-            fit = "fits" if ok else f"does not fit: {why}"
-        if hw.status == "needs-training":
-            fit = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else "")
-        elif hw.status == "declared-only":
-            fit = f"declared-only: {hw.reason}"
-        elif (gap := offline_gaps(s, v, e.path.parent)) is not None:
-            fit = f"{fit}; {gap}" if fit else gap
-        print(f"    {v:<6} {hw.accelerator}" + (f" ≥{hw.min_memory_gb:g} GB" if hw.min_memory_gb else "") + f" [{', '.join(hw.dtypes)}]  {fit}")
+        rows.append([v, hw.accelerator + (f" ≥{hw.min_memory_gb:g} GB" if hw.min_memory_gb else ""), f"[{', '.join(hw.dtypes)}]", fit[v][0]])
+        styles.append(fit[v][1])
+    for line in _table(rows, "    ", styles):
+        builtins.print(line)
     if s.metrics:
         print("  metrics:")
-        for m in s.metrics:
-            tol = f" ±{m.tolerance:g}" if m.tolerance is not None else ""
-            print(f"    {m.kind:<10} {m.variant:<5} {m.dataset:<22} {m.name:<28} {m.value:g}{tol}" + (f"   $ {m.command}" if m.command else ""))
+        rows = [[m.kind, m.variant, m.dataset, m.name, f"{m.value:g}" + (f" ±{m.tolerance:g}" if m.tolerance is not None else ""),
+                 f"$ {m.command}" if m.command else ""] for m in s.metrics]
+        for line in _table(rows, "    "):
+            builtins.print(line)
     if s.invariants:
         print(f"  invariants:      {', '.join(s.invariants)}")
     return 0
@@ -240,10 +305,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         # a spec that does not validate stops here: its one-line error, exit 2 (see main)
         targets = [zoo.entry(n) for n in args.names]
-    ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
-                    target=Target(args.device, args.dtype), debug=args.debug, record=not args.no_record,
-                    allow_remote_code_stub=args.allow_remote_code_stub,
-                    budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget))
+    import contextlib
+
+    results: list[dict[str, Any]] = []
+    # --json: the human-readable lines go to stderr, stdout is one JSON document
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        ok = run_checks(targets, slow=args.slow, only=args.only, verbose=not args.quiet,
+                        target=Target(args.device, args.dtype), allow_remote_code_stub=args.allow_remote_code_stub,
+                        budget=None if args.budget is None else budget_seconds(None if args.budget < 0 else args.budget),
+                        debug=args.debug, record=not args.no_record, results=results)
+    if args.json:
+        print(json.dumps({"ok": ok, "checks": results}, indent=2))
     return 0 if ok else 1
 
 
@@ -304,38 +376,56 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    """Versions (from package metadata: nothing heavy imported), devices (torch-free probe unless
+    --detect), offline state, which variants fit here, broken specs and plugins."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    from registry.hardware import detect, fits, offline
+    from registry.hardware import fits, offline
 
-    print(f"python      {platform.python_version()} ({sys.executable})")
+    versions = {}
     for pkg in ("zoo-icml2026", "torch", "transformers", "diffusers", "timm", "pydantic", "hypothesis", "safetensors"):
         try:
-            print(f"{pkg:<12}{version(pkg)}")
+            versions[pkg] = version(pkg)
         except PackageNotFoundError:
-            print(f"{pkg:<12}not installed")
-    m = detect()
-    print(f"devices     {m.describe()}" + (" (bf16 ok)" if m.bf16_cuda else ""))
-    print(f"offline     {'yes' if offline() else 'no'} (HF_HUB_OFFLINE / ZOO_OFFLINE)")
-    print(f"threads     OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
-    print("specs:")
+            versions[pkg] = None
+    m = _machine(args)
     cat = zoo.catalog()
     broken = cat.broken()
+    specs = []
     for e in cat.entries():
         s = e.spec
         if s is None:  # changed on disk since it was indexed
             broken.append(e)
             continue
-        here = [v for v in s.variants if fits(s.hardware[v], m)[0]]
-        print(printable(f"  {s.name:<24} runs here: {', '.join(here) or 'nothing'}   ({e.origin})"))
-    for b in broken:
-        print(f"  BROKEN {b.error}")
+        specs.append({"name": s.name, "runs_here": [v for v in s.variants if fits(s.hardware[v], m)[0]], "origin": e.origin})
     from registry.resolve import plugin_problems
 
     plugins = plugin_problems()
+    if args.json:
+        builtins.print(json.dumps({
+            "python": platform.python_version(), "executable": sys.executable, "packages": versions,
+            "devices": m.describe(), "devices_from": m.how, "bf16_cuda": m.bf16_cuda,
+            "offline": offline(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "specs": specs, "broken": [str(b.error) for b in broken],
+            "broken_plugins": {n: str(w) for n, w in plugins.items()}}, indent=2))
+        return 1 if broken or plugins else 0
+    rows = [["python", f"{platform.python_version()} ({sys.executable})"]]
+    rows += [[pkg, v or "not installed"] for pkg, v in versions.items()]
+    rows.append(["devices", m.describe() + (" (bf16 ok)" if m.bf16_cuda else "")
+                 + (" [torch]" if m.how == "torch" else f" [probed without torch: {m.how}; --detect asks torch]")])
+    rows.append(["offline", f"{'yes' if offline() else 'no'} (HF_HUB_OFFLINE / ZOO_OFFLINE)"])
+    rows.append(["threads", f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"])
+    for line in _table([[k.ljust(10), v] for k, v in rows]):
+        builtins.print(line)
+    builtins.print("specs:")
+    rows = [[sp["name"], f"runs here: {', '.join(sp['runs_here']) or 'nothing'}", f"({sp['origin']})"] for sp in specs]
+    for line in _table(rows, "  ", ["ok" if sp["runs_here"] else "dim" for sp in specs]):
+        builtins.print(line)
+    for b in broken:
+        builtins.print(_paint(printable(f"  BROKEN {b.error}"), "bad"))
     for name, why in plugins.items():
-        print(printable(f"  BROKEN plugin {name}: {why}"))
+        builtins.print(_paint(printable(f"  BROKEN plugin {name}: {why}"), "bad"))
     return 1 if broken or plugins else 0
 
 
@@ -356,8 +446,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="a spec: models, samplers, variants and fit here, metrics paper vs reproduced")
     s.add_argument("name", help="spec name or spec file")
-    s.add_argument("--no-detect", action="store_true", help="skip hardware detection (no torch import)")
+    s.add_argument("--no-detect", action="store_true", help="no fit column (no hardware probe)")
+    s.add_argument("--detect", action="store_true", help="ask torch about the devices (slower: imports torch); default: a torch-free probe")
     s.add_argument("--yaml", action="store_true", help="print the resolved spec (extends applied, defaults omitted)")
+    s.add_argument("--json", action="store_true", help="the resolved spec, fit per variant and the machine as JSON")
 
     s = sub.add_parser("validate", help="validate spec files; file:line:col errors, exit 2")
     s.add_argument("paths", nargs="+")
@@ -388,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(bare --budget: $ZOO_CHECK_BUDGET or 20)")
     s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
     s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
+    s.add_argument("--json", action="store_true", help="stdout: one JSON document of every check's result (the report goes to stderr)")
 
     s = sub.add_parser("metrics", help="paper vs measured: every metric of a spec, paired by name + dataset + setting")
     s.add_argument("name", nargs="?", help="spec name or spec file (default: every spec)")
@@ -405,7 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dir", default=".", help="create NAME/ in this folder (default: here)")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
-    sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
+    s = sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
+    s.add_argument("--detect", action="store_true", help="ask torch about the devices (slower: imports torch); default: a torch-free probe")
+    s.add_argument("--json", action="store_true")
     return p
 
 
@@ -418,8 +513,13 @@ class _EscapingStdout:
 
     def write(self, text: str) -> int:
         if not text.isprintable():
-            text = "\n".join("\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n"))
+            parts = _MARK.split(text)  # [text, code, text, code, ...]: only our own colour markers survive
+            text = "".join(f"\x1b[{part}m" if i % 2 else self._escape(part) for i, part in enumerate(parts))
         return self._stream.write(text)
+
+    @staticmethod
+    def _escape(text: str) -> str:
+        return "\n".join("\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n"))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -301,7 +301,7 @@ def test_diffusers_ddim_trailing_is_off_grid_when_n_does_not_divide_t():
     for N in (5, 7):
         p = DDIMSampler({"denoiser": m}, DDIMSampler.Params(num_inference_steps=N))
         x = p.draw_noise(8, 0)
-        errs[N] = float((p(noise=x) - exact_endpoint(p, x)).abs().max())
+        errs[N] = float((p(noise=x).samples - exact_endpoint(p, x)).abs().max())
     assert errs[5] < 5e-5 < 1e-4 < errs[7]
 
 
@@ -356,7 +356,7 @@ def test_digits_unet_loads_strictly_and_samples_look_like_digits(tmp_path):
     unet = build_digits_unet()
     unet.load_state_dict(load_file(str(root / "specs/weights/f-dpmsolver-digits-unet.safetensors")), strict=True)
     proc = FDPMSolverSampler({"denoiser": unet.eval()}, FDPMSolverSampler.Params(num_inference_steps=10))
-    samples = proc(seed=0, batch_size=16).clamp(-1, 1).reshape(16, -1)
+    samples = proc(seed=0, batch_size=16).samples.clamp(-1, 1).reshape(16, -1)
     data = digits_data().reshape(-1, 64)
     noise = torch.rand(16, 64, generator=torch.Generator().manual_seed(0)) * 2 - 1
     nn_s = torch.cdist(samples, data).min(1).values.median()

@@ -58,7 +58,7 @@ def test_half_sum_sampler_is_the_average_on_one_grid_and_counts_2n_calls():
     proc = FDPMHalfSumSampler({"denoiser": m}, FDPMHalfSumSampler.Params(num_inference_steps=N))
     x_T = _x(8, 1)
     before = len(m.call_log)
-    out = proc(noise=x_T)
+    out = proc(noise=x_T).samples
     assert len(m.call_log) - before == 2 * N == proc.nfe()
     sch = proc.scheduler
     a, s = sch.grid_alphas, sch.grid_vp_sigmas

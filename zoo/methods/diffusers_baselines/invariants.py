@@ -63,7 +63,7 @@ def _register(key: str) -> None:
         m = analytic_model(weights=[1.0], means=[mu], variances=[0.0])
         p = _proc(key, m, N)
         x = _noise(8, seed)
-        err = float((p(noise=x) - exact_endpoint(p, x)).abs().max())
+        err = float((p(noise=x).samples - exact_endpoint(p, x)).abs().max())
         assert err <= 5e-5, err
 
     @invariant(f"{key}-nfe-accounting")
@@ -86,7 +86,7 @@ def _register(key: str) -> None:
         outs = []
         for pt in ("epsilon", "sample", "v_prediction"):
             m = analytic_model("gmm3", prediction_type=pt)
-            outs.append(_proc(key, m, N)(noise=_noise(4, seed)))
+            outs.append(_proc(key, m, N)(noise=_noise(4, seed)).samples)
         for o in outs[1:]:
             assert float((o - outs[0]).abs().max()) <= 5e-5
 
@@ -110,6 +110,6 @@ def ddim_first_order(mu, s2, seed):
     errs = []
     for N in (25, 50, 100, 200):
         p = _proc("ddim", m, N)
-        errs.append(float((p(noise=x) - exact_endpoint(p, x)).norm(dim=1).mean()))
+        errs.append(float((p(noise=x).samples - exact_endpoint(p, x)).norm(dim=1).mean()))
     for lo, hi in zip(errs, errs[1:]):
         assert 0.45 <= hi / lo <= 0.6, errs

@@ -63,7 +63,7 @@ def evaluate(proc: Any, x_T: torch.Tensor, data_seed: int = 0) -> dict[str, floa
     from zoo.common.gmm import sliced_wasserstein2
 
     gmm = proc.model.gmm
-    out = proc(seed=0, noise=x_T).double().reshape(x_T.shape[0], -1)
+    out = proc(seed=0, noise=x_T).samples.double().reshape(x_T.shape[0], -1)
     ref = exact_endpoint(proc, x_T).double().reshape(x_T.shape[0], -1)
     err = (out - ref).norm(dim=1)
     g = torch.Generator().manual_seed(data_seed)
@@ -111,7 +111,7 @@ def cli_report(proc: Any, inputs: Any, seed: int) -> str:
     x_T = run.draw_noise(inputs.n, seed)
     has_gmm = getattr(run.model, "gmm", None) is not None
     if not has_gmm:
-        out = run(seed=seed, noise=x_T)
+        out = run(seed=seed, noise=x_T).samples
         text = f"{type(run).__name__}: {nfe} NFE, samples {tuple(out.shape)}"
         if inputs.out:
             plot_images(out, inputs.out, title=f"{type(run).__name__}, NFE={nfe}")
@@ -125,7 +125,7 @@ def cli_report(proc: Any, inputs: Any, seed: int) -> str:
         f"  mean log p(samples): {stats['loglik']:.4f} (exact data samples: {stats['loglik_data']:.4f})",
     ]
     if inputs.out:
-        plot_samples(run, run(seed=seed, noise=x_T), inputs.out, title=f"{type(run).__name__}, NFE={nfe}")
+        plot_samples(run, run(seed=seed, noise=x_T).samples, inputs.out, title=f"{type(run).__name__}, NFE={nfe}")
         lines.append(f"  wrote {inputs.out}")
     return "\n".join(lines)
 

@@ -21,15 +21,30 @@ F-DPMSolver; Lin et al. arXiv 2305.08891 Table 2).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.outputs import ImageOutput
 from zoo.common.output import OutPath
 
-__all__ = ["run_scheduler", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape"]
+__all__ = ["DiffusionOutput", "run_scheduler", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape"]
+
+
+@dataclass
+class DiffusionOutput(ImageOutput):
+    """What every scheduler sampler returns: ``samples``, a tensor (N, C, H, W) of images in [-1, 1]
+    (``.images`` / ``.pil_images`` views) or (N, d) points for the analytic toy (no image views);
+    ``out.samples``, ``out["samples"]`` and ``out[0]`` are the same tensor."""
+
+    @property
+    def images(self) -> Any:
+        if self.samples.dim() != 4:
+            raise ValueError(f"samples of shape {tuple(self.samples.shape)} are not images (N, C, H, W); use .samples")
+        return super().images
 
 
 def run_scheduler(scheduler: Any, model: Any, x_T: torch.Tensor, num_inference_steps: int, progress: bool = False) -> torch.Tensor:
@@ -109,18 +124,32 @@ class SchedulerSampler(Procedure):
         return torch.randn((batch_size, *sample_shape(self.model)), generator=g, dtype=torch.float64).to(self._dtype)
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> torch.Tensor:
+    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> DiffusionOutput:
         x_T = self.draw_noise(batch_size, seed) if noise is None else noise.to(self._dtype)
-        return run_scheduler(self.scheduler, self.model, x_T.to(self.device), self.params.num_inference_steps, progress=progress)
+        return DiffusionOutput(samples=run_scheduler(self.scheduler, self.model, x_T.to(self.device), self.params.num_inference_steps, progress=progress))
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"noise": self.draw_noise(batch_size, seed=12345)}
+
+    def native(self) -> Any:
+        """A ``diffusers.DDPMPipeline`` with this sampler's UNet and scheduler (a copy: the pipeline's
+        runs never disturb this one): ``native(batch_size=B, generator=torch.Generator().manual_seed(s),
+        num_inference_steps=N, output_type="latent").images`` equals ``self(seed=s, batch_size=B).samples``
+        with the same N. Only for image UNets (the analytic toy has no image shape); see
+        :mod:`zoo.methods.diffusers_baselines.native`."""
+        import copy
+
+        from .native import SchedulerPipeline
+
+        if getattr(getattr(self.model, "config", None), "sample_size", None) is None:
+            raise ValueError(f"{type(self).__name__}: no native diffusers pipeline for a non-image model ({type(self.model).__name__})")
+        return SchedulerPipeline(unet=self.model, scheduler=copy.deepcopy(self.scheduler))
 
     def input_rows(self, inputs):
         return [{**inputs, "noise": inputs["noise"][i : i + 1]} for i in range(inputs["noise"].shape[0])]
 
     def output_rows(self, outputs):
-        return [outputs[i : i + 1] for i in range(outputs.shape[0])]
+        return [DiffusionOutput(samples=outputs.samples[i : i + 1]) for i in range(outputs.samples.shape[0])]
 
     def run_cli(self, inputs, seed: int) -> str:
         from zoo.methods.diffusers_baselines.report import cli_report

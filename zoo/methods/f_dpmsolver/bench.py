@@ -106,7 +106,7 @@ def samplers(grid: str, model, N: int):
     out = []
     grid_kw = {} if grid == "vp" else {"use_karras_sigmas": True, **EDM}
     for name, p in fdpm_variants(model, N, grid_kw):
-        out.append((name, lambda x, p=p: p(noise=x), p.noise_range))
+        out.append((name, lambda x, p=p: p(noise=x).samples, p.noise_range))
     if grid == "vp":
         for name, cls, kw in [
             ("DDIM", DDIMSampler, {}),
@@ -114,7 +114,7 @@ def samplers(grid: str, model, N: int):
             ("UniPC", UniPCSampler, {}),
         ]:
             p = cls({"denoiser": model}, cls.Params(num_inference_steps=N, **kw))
-            out.append((name, lambda x, p=p: p(noise=x), p.noise_range))
+            out.append((name, lambda x, p=p: p(noise=x).samples, p.noise_range))
     else:
         from diffusers import EDMDPMSolverMultistepScheduler, EDMEulerScheduler
 
@@ -230,7 +230,7 @@ def digits_compare(model, nfes, rows: int = 64, seed: int = 0) -> dict[int, dict
         for name, p in digits_samplers(model, N, mean):
             _, s1 = p.noise_range()
             assert abs(s1 / sigma_end - 1) < 1e-4, (name, s1, sigma_end)  # every sampler ends at sigma(t = 0)
-            out = p(noise=x_T).double().reshape(rows, -1)
+            out = p(noise=x_T).samples.double().reshape(rows, -1)
             res[N][name] = float((out - ref).norm(dim=1).median())
     return res
 

@@ -15,7 +15,7 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import ProcedureParams
-from zoo.methods.diffusers_baselines.sampler import SchedulerSampler, _vp_config, run_scheduler
+from zoo.methods.diffusers_baselines.sampler import DiffusionOutput, SchedulerSampler, _vp_config, run_scheduler
 
 from .scheduler import FDPMSolverScheduler, _to_eps_x0
 
@@ -92,13 +92,17 @@ class FDPMHalfSumSampler(FDPMSolverSampler):
 
     calls_per_step = 2
 
+    def native(self) -> Any:
+        """No single diffusers pipeline runs two trajectories and averages them."""
+        raise ValueError("the half-sum sampler has no native diffusers pipeline (it averages two trajectories); use f-ddim's")
+
     def nfe(self) -> int:
         self.scheduler.set_timesteps(self.params.num_inference_steps)
         return 2 * self.params.num_inference_steps + (1 if self.params.first_eps == "evaluate" else 0)
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> torch.Tensor:
+    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> DiffusionOutput:
         x_T = (self.draw_noise(batch_size, seed) if noise is None else noise.to(self._dtype)).to(self.device)
         f = run_scheduler(self.scheduler, self.model, x_T, self.params.num_inference_steps, progress=progress)
         d = grid_ddim(self.model, self.scheduler, x_T)
-        return 0.5 * (f + d)
+        return DiffusionOutput(samples=0.5 * (f + d))

@@ -1,0 +1,106 @@
+"""Issue #11 item 5: ``zoo validate`` checks procedure parameters, factory configs, registration and
+``model_class`` names statically (from the ``zoo-index.json`` files the packages ship and the
+generated transformers/diffusers name list), with file:line:col, without importing torch."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+SPEC = """name: my-f-ddim
+title: F-DDIM on the exact mixture
+task: unconditional-sampling
+implementation: zoo.methods.f_dpmsolver
+models:
+  denoiser:
+    kind: vp-diffusion-model
+    variants:
+      toy: {source: zoo, factory: "zoo.common.gmm:analytic_model", config: {mixture: gmm3}}
+      hub:
+        source: diffusers
+        model_class: UNet2DModel
+        id: google/ddpm-cifar10-32
+        revision: 39cc2524c6bdb73517ac48d0c6f49b976e8dc0ba
+samplers:
+  f-ddim:
+    target: "zoo.methods.f_dpmsolver:FDPMSolverSampler"
+    params: {num_inference_steps: 20, solver_order: 1}
+default: f-ddim
+variants: [toy, hub]
+hardware: {toy: {accelerator: cpu, dtypes: [float64]}, hub: {accelerator: cuda}}
+"""
+
+
+def validate(tmp_path: Path, text: str) -> tuple[int, str, list[str]]:
+    """Run ``zoo validate`` in a fresh interpreter: exit code, output, heavy modules it imported."""
+    spec = tmp_path / "my-f-ddim.yaml"
+    spec.write_text(text)
+    code = ("import sys, json\nfrom zoo.cli import main\nrc = main(['validate', sys.argv[1]])\n"
+            "print(json.dumps([m for m in ('torch', 'diffusers', 'transformers', 'zoo.methods') if m in sys.modules]))\n"
+            "sys.exit(rc)")
+    res = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, cwd=tmp_path)
+    lines = res.stdout.strip().splitlines()
+    return res.returncode, "\n".join(lines[:-1]) + res.stderr, json.loads(lines[-1])
+
+
+def test_valid_spec_passes_without_importing_torch(tmp_path: Path) -> None:
+    rc, out, heavy = validate(tmp_path, SPEC)
+    assert rc == 0, out
+    assert heavy == []
+
+
+@pytest.mark.parametrize("old, new, where, expected", [
+    ("solver_order: 1}", "solver_ordr: 1}", "18:39", "samplers.f-ddim.params.solver_ordr: unknown parameter; did you mean 'solver_order'?"),
+    ("num_inference_steps: 20", "num_inference_steps: twenty", "18:14", "num_inference_steps: Input should be a valid integer (got 'twenty')"),
+    ("num_inference_steps: 20", "num_inference_steps: 0", "18:14", "num_inference_steps: Input should be greater than or equal to 1 (got 0)"),
+    ("model_class: UNet2DModel", "model_class: UNet2DModle", "12:9", "diffusers has no class 'UNet2DModle'; did you mean 'UNet2DModel'?"),
+    ("config: {mixture: gmm3}", "config: {mixture: gmm3, scale: 2}", "9:92", "config.scale: unknown parameter"),
+    ("FDPMSolverSampler\"", "FDPMSolverSamplr\"", "17:5", "'zoo.methods.f_dpmsolver:FDPMSolverSamplr' is not registered as a procedure"),
+])
+def test_validate_catches_bad_params_classes_and_targets_statically(tmp_path: Path, old: str, new: str, where: str, expected: str) -> None:
+    """Each mistake is one located line from ``zoo validate`` (exit 2), with torch never imported."""
+    assert old in SPEC
+    rc, out, heavy = validate(tmp_path, SPEC.replace(old, new, 1))
+    assert rc == 2, out
+    line = next(ln for ln in out.splitlines() if "my-f-ddim.yaml:" in ln)
+    assert line.split("my-f-ddim.yaml:", 1)[1].startswith(where + ":"), line
+    assert expected in line, line
+    assert heavy == []
+
+
+def test_static_param_check_agrees_with_the_params_model() -> None:
+    """Invariant: for the f-dpmsolver sampler, the static check refuses exactly the values its
+    pydantic Params model refuses (over valid, ill-typed, out-of-range and unknown values)."""
+    from pydantic import ValidationError
+
+    from registry.static import check_values, target_info
+    from zoo.methods.f_dpmsolver import FDPMSolverSampler
+
+    entry, _ = target_info("zoo.methods.f_dpmsolver:FDPMSolverSampler")
+    cases = [{"num_inference_steps": 5}, {"num_inference_steps": 5.0}, {"num_inference_steps": 5.5}, {"num_inference_steps": "7"},
+             {"num_inference_steps": 0}, {"num_inference_steps": 1001}, {"solver_order": 3}, {"solver_order": 4},
+             {"first_eps": "mean"}, {"first_eps": "median"}, {"data_mean": [0.1, 0.2]}, {"data_mean": []},
+             {"data_mean": 0.5}, {"data_mean": None}, {"use_karras_sigmas": True}, {"rho": 0}, {"rho": 7},
+             {"sigma_min": 1e-7}, {"timestep_spacing": "leading"}, {"nope": 1}]
+    for values in cases:
+        try:
+            FDPMSolverSampler.Params(**values)
+            ok = True
+        except ValidationError:
+            ok = False
+        assert (check_values(entry["params"], values) == []) == ok, values
+
+
+def test_committed_indexes_are_fresh() -> None:
+    """The shipped zoo-index.json files and registry/library_names.json equal what
+    ``tools/gen_static_index.py`` generates now (run it after changing a Params model)."""
+    import gen_static_index
+
+    for path, text in gen_static_index.outputs(gen_static_index.default_packages()).items():
+        assert path.is_file() and path.read_text() == text, f"{path} is stale: run python tools/gen_static_index.py"
