@@ -86,3 +86,32 @@ def test_zoo_bench_refuses_a_bench_that_is_not_registered(tmp_path: Path, monkey
                         echo_spec("bench-demo2", "zoo_bench_demo2", 'bench: "zoo_bench_demo2:unregistered_main"\n'))
     assert main(["bench", str(spec), "--quick"]) == 2
     assert "not registered as a benchmark" in capsys.readouterr().err
+
+
+def _bench_help(name: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """What `zoo bench NAME -- --help` prints (argparse exits 0 after printing)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", name, "--", "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_builtin_metric_bench_commands_name_a_benchmark_that_takes_their_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every built-in metric `command:` of the form `zoo bench NAME [--opt ...]` names a spec that declares a
+    `bench:`, and every option it passes is one that benchmark's `--help` lists (so the line runs as written
+    from an installed wheel); each such benchmark also has `--quick`."""
+    import re
+
+    import zoo
+
+    commands: dict[str, set[str]] = {}
+    for n in zoo.list():
+        for m in zoo.spec(n).metrics:
+            for hit in re.finditer(r"zoo bench ([\w.-]+)([^()]*)", m.command or ""):
+                commands.setdefault(hit.group(1), set()).update(re.findall(r"(--[\w-]+)", hit.group(2)))
+    assert {"poe-bridge", "sae-feature-death", "sae-tm", "f-dpmsolver", "ddim"} <= set(commands)
+    for name, opts in sorted(commands.items()):
+        assert zoo.spec(name).bench is not None, name
+        text = _bench_help(name, capsys)
+        missing = [o for o in sorted(opts | {"--quick"}) if o not in text]
+        assert not missing, (name, missing)

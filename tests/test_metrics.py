@@ -72,11 +72,8 @@ def test_metrics_without_a_name_lists_every_spec(capsys: pytest.CaptureFixture[s
 
 
 SETTING_IN_NAME = re.compile(r"-nfe\d+$|-\d+-steps$|-\d+-topics|-m\d+$")
-PENDING = pytest.mark.xfail(strict=True, reason="specs/*.yaml are edited by the lead after merging user-fixes "
-                            "(issue #11 items 8/9; the renames are listed in that report); remove this mark then")
 
 
-@PENDING
 def test_builtin_specs_keep_settings_out_of_metric_names() -> None:
     """Conditions such as NFE, steps, topics or the outlier magnitude live in `setting:`, so
     reported and reproduced numbers can pair (name + dataset + setting)."""
@@ -84,7 +81,6 @@ def test_builtin_specs_keep_settings_out_of_metric_names() -> None:
     assert not bad, bad
 
 
-@PENDING
 def test_builtin_metric_commands_work_from_a_wheel() -> None:
     """A metric's `command:` must run for a user who installed the wheel: `zoo check` / `zoo bench`,
     not a checkout's tools/ script."""

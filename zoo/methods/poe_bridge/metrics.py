@@ -1,5 +1,5 @@
 """Cheap metric checks ``fn(pipeline) -> float`` on the toy variant, and the evaluation loop shared
-with ``tools/bench_poe_bridge.py``."""
+with the benchmark ``zoo.methods.poe_bridge.benchmark`` (``zoo bench poe-bridge``)."""
 from __future__ import annotations
 
 from registry.contract import metric_check

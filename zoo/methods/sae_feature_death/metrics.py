@@ -1,7 +1,7 @@
 """Metric checks for ``specs/sae-feature-death.yaml``: ``fn(pipeline) -> float``.
 
 Each re-measures one number of the toy variant (packaged MiniLM on lee_background.cor) with
-exactly the settings that ``tools/bench_sae_death.py`` reports for it: the authors' synthetic
+exactly the settings that ``zoo bench sae-feature-death`` reports for it: the authors' synthetic
 demo, the 37 native sub-layer streams (:class:`StreamSurvey`, slow), the injected-outlier
 report on layer 3 (cheap) and the training dynamics (slow)."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Metric checks for ``specs/sae-tm.yaml`` (``fn(pipeline) -> float``) and the shared evaluation
-helpers of ``tools/bench_sae_tm.py``, on the 300 full lee_background.cor documents:
+helpers of ``zoo.methods.sae_tm.benchmark`` (``zoo bench sae-tm``), on the 300 full lee_background.cor documents:
 
 * ``npmi_doc``: document-level NPMI of the top-10 words (:func:`npmi_coherence`; whole-document
   co-occurrence);
