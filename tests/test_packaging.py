@@ -71,3 +71,20 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
                                                   if "/recipe/" not in str(p)]))
     assert (tmp_path / "new" / "wheel-made" / "wheel_made" / "specs" / "wheel-made.yaml").is_file()
     assert (tmp_path / "bench" / "f-dpmsolver-bench.json").is_file()
+
+    # the moved benchmarks (issue #11 item 9): in the wheel, reachable through `zoo bench`, and the PoE-Bridge
+    # one builds its models from the wheel's spec and shipped weights
+    for pkg in ("poe_bridge", "sae_feature_death", "sae_tm"):
+        assert f"zoo/methods/{pkg}/benchmark.py" in names, pkg
+    code = (
+        "from zoo.cli import main\n"
+        "for n in ('sae-feature-death', 'sae-tm', 'ddim'):\n"
+        "    try:\n        main(['bench', n, '--', '--help'])\n"
+        "    except SystemExit as e:\n        assert e.code == 0, (n, e.code)\n"
+        "raise SystemExit(main(['bench', 'poe-bridge', '--quick', '--png', 'bench/poe.png']))\n"
+    )
+    res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "usage: zoo bench sae-tm" in res.stdout and "usage: zoo bench f-dpmsolver" in res.stdout
+    assert "| PoE-Bridge K=4 multinomial_exact (paper)   | 1.000 |" in res.stdout
+    assert (tmp_path / "bench" / "poe.png").stat().st_size > 5000

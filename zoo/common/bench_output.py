@@ -2,6 +2,7 @@
 with ``--json PATH``, every number as JSON."""
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,3 +20,16 @@ def write_outputs(res: dict[str, Any], text: str, plot: Callable[[dict[str, Any]
     if json_path:
         Path(json_path).write_text(json.dumps(res, indent=1, default=str))
         print(f"wrote {json_path}")
+
+
+def parse_with_quick(ap: argparse.ArgumentParser, argv: list[str] | None, quick: dict[str, Any],
+                     help_text: str) -> argparse.Namespace:
+    """Add ``--quick`` to ``ap`` and parse ``argv``; with ``--quick`` every option named in ``quick`` (by its
+    ``dest``) that was left at its default takes the quick value instead (explicit options still win)."""
+    ap.add_argument("--quick", action="store_true", help=help_text)
+    args = ap.parse_args(argv)
+    if args.quick:
+        for dest, value in quick.items():
+            if getattr(args, dest) == ap.get_default(dest):
+                setattr(args, dest, value)
+    return args

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from registry.contract import benchmark
+from zoo.common.bench_output import parse_with_quick
 
 QUICK = {"problems": 8, "repeats": 1, "variants": "toy"}  # --quick: these unless given explicitly
 
@@ -175,13 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
     ap.add_argument("--png", type=Path, default=Path("poe-bridge-bench.png"), help="PNG output path")
     ap.add_argument("--variants", default="toy,toy-equal", help="comma-separated model pairs (spec variants)")
-    ap.add_argument("--quick", action="store_true",
-                    help="8 problems, 1 timing round, the toy pair only, 5 cost repetitions (the table still prints)")
-    args = ap.parse_args(argv)
-    if args.quick:
-        for k, v in QUICK.items():
-            if getattr(args, k) == ap.get_default(k):
-                setattr(args, k, v)
+    args = parse_with_quick(ap, argv, QUICK, "8 problems, 1 timing round, the toy pair only, 5 cost repetitions "
+                            "(the table still prints)")
 
     import torch
 

@@ -22,6 +22,7 @@ import os
 import time
 
 from registry.contract import benchmark
+from zoo.common.bench_output import parse_with_quick
 
 QUICK = {"tokens": 4096, "stream_tokens": 2048, "steps": 100}  # --quick: these unless given explicitly
 
@@ -52,13 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inits", default="zeros,mean,zeros+auxk", help="b_dec inits to train (default zeros,mean,zeros+auxk)")
     ap.add_argument("--magnitudes", default="0,40,160", help="injected outlier magnitudes to train at (default 0,40,160)")
     ap.add_argument("--plot", default="sae-feature-death.png", help="PNG output path (default: sae-feature-death.png here)")
-    ap.add_argument("--quick", action="store_true", help="4096 eval tokens (2048 per stream with --streams, 100 steps "
-                    "with --train): the tables still print")
-    args = ap.parse_args(argv)
-    if args.quick:
-        for k, v in QUICK.items():
-            if getattr(args, k) == ap.get_default(k):
-                setattr(args, k, v)
+    args = parse_with_quick(ap, argv, QUICK, "4096 eval tokens (2048 per stream with --streams, 100 steps "
+                            "with --train): the tables still print")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 

@@ -26,6 +26,7 @@ import os
 import time
 
 from registry.contract import benchmark
+from zoo.common.bench_output import parse_with_quick
 
 QUICK = {"topics": "10", "seeds": 1, "lda_iter": 10, "no_newsgroup": True}  # --quick: these unless given explicitly
 
@@ -50,13 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=5, help="seeds per method (default 5)")
     ap.add_argument("--lda-iter", type=int, default=50)
     ap.add_argument("--no-newsgroup", action="store_true", help="skip the mini_newsgroup 2-topic purity check")
-    ap.add_argument("--quick", action="store_true", help="n = 10, 1 seed, 10 LDA iterations, no newsgroup check "
-                    "(the table still prints)")
-    args = ap.parse_args(argv)
-    if args.quick:
-        for k, v in QUICK.items():
-            if getattr(args, k) == ap.get_default(k):
-                setattr(args, k, v)
+    args = parse_with_quick(ap, argv, QUICK, "n = 10, 1 seed, 10 LDA iterations, no newsgroup check "
+                            "(the table still prints)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np
     import torch
