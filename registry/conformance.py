@@ -217,16 +217,18 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
 
 
 def _tiny_adapters(model: Any, source: HubSource, workdir: Path) -> list[Any]:
-    """A random LoRA per declared adapter (peft's default target modules for the model type),
-    saved locally under the declared file name; the adapters then load through the same call."""
+    """A random LoRA per declared adapter (peft's default target modules for a transformers model type;
+    every linear layer of a diffusers model, which has no model type peft knows), saved locally under
+    the declared file name; the adapters then load through the same call."""
     import peft
 
     from .weights import sha256_file
 
+    targets = "all-linear" if source.source == "diffusers" else None
     out = []
     for i, adapter in enumerate(source.adapters):
         folder = workdir / f"adapter-{i}"
-        lora = peft.get_peft_model(model, peft.LoraConfig(r=2, init_lora_weights=False))
+        lora = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules=targets, init_lora_weights=False))
         lora.save_pretrained(str(folder))
         model = lora.unload()
         saved = folder / "adapter_model.safetensors"

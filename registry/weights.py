@@ -154,6 +154,27 @@ def adapter_folder(adapter: Adapter, spec_dir: Path, loc: Location, allow_outsid
     return folder
 
 
+def diffusers_lora_file(weights: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A LoRA file's tensors and LoRA config for a diffusers model's ``load_lora_adapter``.
+
+    Two layouts: peft's ``save_pretrained`` (keys ``base_model.model.<module>.lora_A.weight``, config in
+    ``adapter_config.json`` beside the file) and diffusers' ``save_lora_adapter`` (bare module keys, config
+    in the safetensors header). Without the config diffusers infers ``lora_alpha = r`` from the shapes,
+    which silently rescales a peft LoRA saved with another ``lora_alpha``, so the config is always passed."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    state = {k.removeprefix("base_model.model."): v for k, v in load_file(str(weights)).items()}
+    with safe_open(str(weights), "pt") as f:
+        header = f.metadata() or {}
+    if "lora_adapter_metadata" in header:  # diffusers.loaders.lora_base.LORA_ADAPTER_METADATA_KEY
+        return state, json.loads(header["lora_adapter_metadata"])
+    config = weights.parent / "adapter_config.json"
+    return state, (json.loads(config.read_text()) if config.is_file() else None)
+
+
 def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: Path, loc: Location,
                   allow_outside: bool | None = None) -> Any:
     """Load PEFT adapters onto a built transformers/diffusers model (peft must be installed)."""
@@ -179,8 +200,14 @@ def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: P
                                    adapter_name=adapter.adapter_name)
             elif hasattr(model, "load_lora_weights"):  # a diffusers pipeline
                 model.load_lora_weights(str(folder), weight_name=adapter.weight_name, adapter_name=adapter.adapter_name)
-            else:  # a diffusers model
-                model.load_lora_adapter(str(folder), weight_name=adapter.weight_name, adapter_name=adapter.adapter_name, prefix=None)
+            else:  # a diffusers model: the verified file itself, in peft's or diffusers' own layout
+                if not hasattr(model, "load_lora_adapter"):
+                    raise BuildError(f"{type(model).__name__} takes no adapters: diffusers has no LoRA loading for it "
+                                     "(no load_lora_adapter)", aloc)
+                state, config = diffusers_lora_file(folder / adapter.weight_name)
+                model.load_lora_adapter(state, metadata=config, adapter_name=adapter.adapter_name, prefix=None)
+        except BuildError:
+            raise
         except Exception as exc:  # noqa: BLE001 - peft/transformers raise many types; one line
             raise BuildError(f"adapter {adapter.adapter_name} does not load: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}", aloc) from None
     return model
