@@ -90,18 +90,6 @@ def test_adapter_schema() -> None:
         Adapter(path="x", weight_name="adapter_model.bin", sha256="0" * 64)
 
 
-def test_conformance_loading_path_with_a_hub_adapter(tmp_path: Path) -> None:
-    """The harness writes a tiny model plus a random LoRA for the declared hub adapter and loads both
-    through the builder, offline."""
-    src = {"source": "transformers", "model_class": "AutoModelForCausalLM", "id": "someorg/base", "revision": "e" * 40,
-           "tiny": {"config": TINY},
-           "adapters": [{"hub": "someorg/lora", "revision": "f" * 40, "sha256": "0" * 64, "adapter_name": "style"}]}
-    data = spec_dict(models={"model": {"kind": "linear", "variants": {"toy": LIN}},
-                             "lm": {"kind": "causal-lm", "variants": {"full": src}}},
-                     variants=["full", "toy"], hardware={"full": {"accelerator": "cuda"}, "toy": {"accelerator": "cpu"}})
-    assert run_all(write_spec(tmp_path, data), only="loading-path") == {"ext-demo::loading-path[lm.full]": ("PASS", "")}
-
-
 # ----------------------------------------------------------------------------- diffusers sources
 SD3 = {"sample_size": 8, "patch_size": 2, "in_channels": 4, "out_channels": 4, "num_layers": 1, "attention_head_dim": 8,
        "num_attention_heads": 2, "joint_attention_dim": 16, "caption_projection_dim": 16, "pooled_projection_dim": 16,
@@ -226,13 +214,16 @@ def test_diffusers_class_without_lora_loading_is_one_line(tmp_path: Path) -> Non
     assert "\n" not in str(exc.value)
 
 
-def test_conformance_loading_path_with_a_hub_adapter_on_a_diffusers_source(tmp_path: Path) -> None:
-    """The harness writes a tiny diffusers model plus a random LoRA (every linear layer) for the declared hub
-    adapter and loads both through the builder, offline."""
-    src = {"source": "diffusers", "model_class": "SD3Transformer2DModel", "id": "someorg/base", "revision": "e" * 40,
-           "tiny": {"config": SD3},
+@pytest.mark.parametrize("library, model_class, tiny", [("transformers", "AutoModelForCausalLM", TINY),
+                                                       ("diffusers", "SD3Transformer2DModel", SD3)])
+def test_conformance_loading_path_with_a_hub_adapter(tmp_path: Path, library: str, model_class: str, tiny: dict) -> None:
+    """The harness writes a tiny model plus a random LoRA for the declared hub adapter (peft's default
+    targets for a transformers model type, every linear layer of a diffusers model) and loads both
+    through the builder, offline."""
+    src = {"source": library, "model_class": model_class, "id": "someorg/base", "revision": "e" * 40,
+           "tiny": {"config": tiny},
            "adapters": [{"hub": "someorg/lora", "revision": "f" * 40, "sha256": "0" * 64, "adapter_name": "style"}]}
     data = spec_dict(models={"model": {"kind": "linear", "variants": {"toy": LIN}},
-                             "net": {"kind": "dit", "variants": {"full": src}}},
+                             "net": {"kind": "net", "variants": {"full": src}}},
                      variants=["full", "toy"], hardware={"full": {"accelerator": "cuda"}, "toy": {"accelerator": "cpu"}})
     assert run_all(write_spec(tmp_path, data), only="loading-path") == {"ext-demo::loading-path[net.full]": ("PASS", "")}
