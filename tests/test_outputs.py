@@ -66,3 +66,69 @@ def test_image_output_views() -> None:
 def test_importing_outputs_is_torch_free() -> None:
     code = "import sys, registry.outputs; print('torch' in sys.modules, 'PIL' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == ["False", "False"]
+
+
+# --- every built-in procedure returns a typed output (issue #11 item 6) ------------------------------
+
+def _builtin_specs() -> list[str]:
+    import zoo
+
+    return [n for n in zoo.list() if zoo.entry(n).path.parent.name == "specs"]
+
+
+@pytest.mark.parametrize("name", _builtin_specs())
+def test_every_builtin_procedure_returns_a_documented_procedure_output(name: str) -> None:
+    """Invariant: each procedure of each built-in spec (toy variant where there is one), called on its
+    ``example_inputs``, returns a ``ProcedureOutput`` dataclass whose keys are exactly its non-None
+    fields in declaration order, with ``out.f is out["f"] is out[i]``, ``to_tuple()`` listing them,
+    every field named in the class docstring, and conformance's ``assert_same`` comparing it to a copy."""
+    import dataclasses
+
+    import zoo
+
+    spec = zoo.spec(name)
+    pipe = zoo.load(name, variant="toy" if "toy" in spec.variants else None, device="cpu")
+    assert pipe.samplers
+    for key, proc in pipe.samplers.items():
+        out = proc(seed=0, **proc.example_inputs(2))
+        where = f"{name}/{key}: {type(out).__name__}"
+        assert isinstance(out, ProcedureOutput) and dataclasses.is_dataclass(out), where
+        fields = [f.name for f in dataclasses.fields(out)]
+        present = [f for f in fields if getattr(out, f) is not None]
+        assert present and list(out.keys()) == present, where
+        assert len(out.to_tuple()) == len(present), where
+        for i, f in enumerate(present):
+            assert out[f] is getattr(out, f) is out[i] is out.to_tuple()[i], (where, f)
+        doc = type(out).__doc__ or ""
+        assert all(f"``{f}``" in doc for f in fields), (where, [f for f in fields if f"``{f}``" not in doc])
+        copy = pickle.loads(pickle.dumps(out))
+        assert type(copy) is type(out)
+        assert_same(out, copy)
+
+
+def test_absent_optional_fields_are_not_keys_and_callers_read_them_as_attributes() -> None:
+    """An undefined Spearman correlation is ``None``: not a key (BaseOutput rule), still an attribute;
+    the metric check reads the attribute and reports NaN, and the report says undefined."""
+    import math
+
+    from zoo.methods.sae_feature_death import StreamSurveyOutput, format_survey
+    from zoo.methods.sae_feature_death.metrics import streams_spearman_gamma_total_death
+
+    row = {"stream": "s", "d": 4, "gamma": 1.0, "gamma_raw": 1.0, "effective_rank": 2.0, "dead_relu": 0.0,
+           "dead_topk": 0.0, "dead_total": 0.0, "pred_relu": 0.0, "pred_total": 0.0}
+    out = StreamSurveyOutput(rows=[row], n_tokens=8, config={"n_features": 8, "k": 2, "preprocessings": []})
+    assert "spearman_total" not in out and out.spearman_total is None and out.to_tuple() == ([row], 8, out.config)
+
+    class Proc:
+        def __call__(self, seed: int = 0) -> StreamSurveyOutput:
+            return out
+
+    class Pipe:
+        samplers = {"stream-survey": Proc()}
+
+    assert math.isnan(streams_spearman_gamma_total_death(Pipe()))
+    assert "total undefined (constant), ReLU undefined (constant)" in format_survey(out)
+    defined = StreamSurveyOutput(rows=[row], n_tokens=8, config=out.config, spearman_total=0.5, spearman_relu=0.25)
+    assert defined["spearman_total"] == 0.5 and defined[3:] == (0.5, 0.25)
+    Pipe.samplers = {"stream-survey": lambda seed=0: defined}
+    assert streams_spearman_gamma_total_death(Pipe()) == 0.5

@@ -25,6 +25,7 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
 from zoo.common.discrete import gumbel_max, top_p_filter
 
 ALGS = ("low_confidence", "maskgit_plus", "topk_margin", "entropy")
@@ -130,9 +131,16 @@ def resolve_max_new_tokens(value: int | None, *models: Any, fallback: int = 256)
 
 
 @dataclass
-class GenerationOutput:
-    """Result of a text sampler: per row, the new token ids (ending at EOS if one was produced), the
-    decoded text (when a tokenizer is known) and deterministic counters."""
+class GenerationOutput(ProcedureOutput):
+    """What every text sampler returns (a :class:`registry.outputs.ProcedureOutput`: ``out.texts``,
+    ``out["texts"]`` and ``out[1]`` are the same list; ``token_ids, texts, stats = out.to_tuple()``).
+
+    Fields, one entry per row:
+
+    * ``token_ids`` -- the new token ids (ending at EOS if one was produced; the prompt excluded);
+    * ``texts`` -- the decoded new text, or ``None`` (not a key) when no tokenizer is known;
+    * ``stats`` -- deterministic counters of the row (``new_tokens``, forward counts, ...).
+    """
 
     token_ids: list[list[int]]
     texts: list[str] | None = None

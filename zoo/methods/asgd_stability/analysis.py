@@ -8,12 +8,14 @@ number of workers m alone. Here "rate" = least-squares slope of log ε against l
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 
 from .simulator import Problem, StabilityResult, log_log_slope, run_coupled
@@ -52,11 +54,36 @@ def _row(x: Any, r: StabilityResult) -> dict[str, Any]:
             "train": float(r.train.mean()), "test": float(r.test.mean()), **{k: r.config[k] for k in ("N", "m", "n", "T", "eta", "delay", "participation")}}
 
 
+@dataclass
+class StabilityOutput(ProcedureOutput):
+    """What :class:`StabilityReport` returns (attribute, key and index access, ``to_tuple()``).
+
+    * ``sweep`` -- what varied (``N``, ``m``, ``m-fixed-n``, ``delay``, ``participation``);
+    * ``rows`` -- one dict per swept value ``x``: ``stability`` ε and ``stability_se``, ``gap`` and
+      ``gap_se``, mean ``train`` / ``test`` loss, and the run's ``N``, ``m``, ``n``, ``T``, ``eta``,
+      ``delay``, ``participation``;
+    * ``config`` -- the parameters used (``Params.model_dump()``);
+    * ``slope`` / ``slope_se`` -- least-squares slope of log ε on log N (log m for the ``m`` sweep)
+      and its bootstrap s.e.; only for the N / m sweeps with more than one value, else ``None``
+      (and then not a key), like the gates below;
+    * ``rate_consistent`` -- N and m-fixed-n sweeps: slope <= -1/2 + 2.326 s.e. (ε = O(1/sqrt(mn)));
+    * ``m_independent`` -- m sweep at fixed N: |slope| <= 2.576 s.e.
+    """
+
+    sweep: str
+    rows: list[dict[str, Any]]
+    config: dict[str, Any]
+    slope: float | None = None
+    slope_se: float | None = None
+    rate_consistent: bool | None = None
+    m_independent: bool | None = None
+
+
 class StabilityReport(Procedure):
     """On-average model stability ε and generalisation gap of ASGD along one sweep (N = mn, m at
     fixed N, m at fixed n, delay, participation), with the rate statistics.
 
-    Returns ``rows`` (one per swept value), ``slope`` / ``slope_se`` (log ε vs log of the swept
+    Returns a :class:`StabilityOutput`: ``rows`` (one per swept value), ``slope`` / ``slope_se`` (log ε vs log of the swept
     quantity: N for ``N`` and ``m-fixed-n``, m for ``m``), the gate verdicts and ``config``."""
 
     kind = "analysis"
@@ -83,7 +110,7 @@ class StabilityReport(Procedure):
     class CliInputs(BaseCliInputs):
         out: OutPath = "asgd-stability.png"
 
-    def __call__(self, *, seed: int = 0, progress: bool = False, **over: Any) -> dict[str, Any]:
+    def __call__(self, *, seed: int = 0, progress: bool = False, **over: Any) -> StabilityOutput:
         p = self.params.model_copy(update=over) if over else self.params
         prob = Problem(p.problem, d=p.d, noise=p.noise)
         seeds = [seed * 100_003 + s for s in range(p.seeds)]
@@ -103,15 +130,15 @@ class StabilityReport(Procedure):
         else:
             xs = list(p.participations)
             res = [run_coupled(prob, N=p.N, m=p.m, delay=p.delay, participation=pt, **common) for pt in xs]
-        out: dict[str, Any] = {"sweep": p.sweep, "rows": [_row(x, r) for x, r in zip(xs, res)], "config": p.model_dump()}
+        out = StabilityOutput(sweep=p.sweep, rows=[_row(x, r) for x, r in zip(xs, res)], config=p.model_dump())
         if p.sweep in ("N", "m", "m-fixed-n") and len(xs) > 1:
             along = [float(r.config["N"]) for r in res] if p.sweep != "m" else [float(m) for m in xs]
             slope, se = slope_with_se(along, res)
-            out["slope"], out["slope_se"] = slope, se
+            out.slope, out.slope_se = slope, se
             if p.sweep in ("N", "m-fixed-n"):  # ε = O(1/sqrt(N)): not significantly shallower than -1/2
-                out["rate_consistent"] = bool(slope <= -0.5 + Z_ONE_SIDED_1PC * se)
+                out.rate_consistent = bool(slope <= -0.5 + Z_ONE_SIDED_1PC * se)
             else:  # at fixed N, ε does not depend on m (balanced participation)
-                out["m_independent"] = bool(abs(slope) <= Z_TWO_SIDED_1PC * se)
+                out.m_independent = bool(abs(slope) <= Z_TWO_SIDED_1PC * se)
         return out
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:

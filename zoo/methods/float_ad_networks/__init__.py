@@ -1,7 +1,7 @@
 """Floating-point networks with AD represent (almost) all float functions and their gradients
 (Hwang et al., ICML 2026, arXiv 2605.01702): this project's explicit construction whose values and
 ``torch.autograd`` input gradients match arbitrary target tables bit-exactly on a float grid."""
-from .analysis import ExactnessReport, format_report, measure, plot_report, random_targets
+from .analysis import ExactnessOutput, ExactnessReport, format_report, measure, plot_report, random_targets
 from .construction import GATES, UNSUPPORTED_GATES, ConstructionError, ExactNetwork, build_network, exact_match, float_grid, values_and_grads
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "UNSUPPORTED_GATES",
     "ConstructionError",
     "ExactNetwork",
+    "ExactnessOutput",
     "ExactnessReport",
     "build_network",
     "exact_match",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 
 from .construction import ConstructionError, build_network, exact_match, float_grid
@@ -47,10 +49,24 @@ def measure(grid_start: float, n: int, dtype: torch.dtype, gate: str, seed: int,
     return row
 
 
+@dataclass
+class ExactnessOutput(ProcedureOutput):
+    """What :class:`ExactnessReport` returns (attribute, key and index access, ``to_tuple()``).
+
+    * ``rows`` -- one dict per (grid start, size, gate): ``start``, ``n``, ``dtype``, ``gate``,
+      ``step_scale`` and either ``exact_values`` / ``exact_grads`` (bit-exact entries of n),
+      ``exact_rate``, ``widths``, ``params``, ``nonzero`` or, where the construction fails, ``error``;
+    * ``config`` -- the parameters used (``Params.model_dump()``).
+    """
+
+    rows: list[dict[str, Any]]
+    config: dict[str, Any]
+
+
 class ExactnessReport(Procedure):
     """Bit-exactness of values and ``torch.autograd`` input gradients of the constructed network
     against random target tables (magnitudes ``lo``..``hi``, random signs, some zeros), for each
-    grid start, gate activation and grid size. Returns ``rows`` and ``config``.
+    grid start, gate activation and grid size. Returns an :class:`ExactnessOutput` (``rows``, ``config``).
 
     The construction is this project's (see :mod:`.construction`), not the paper's proof."""
 
@@ -69,7 +85,7 @@ class ExactnessReport(Procedure):
     class CliInputs(BaseCliInputs):
         out: OutPath = "float-ad-networks.png"
 
-    def __call__(self, *, seed: int = 0, **over: Any) -> dict[str, Any]:
+    def __call__(self, *, seed: int = 0, **over: Any) -> ExactnessOutput:
         p = self.params.model_copy(update=over) if over else self.params
         dt = DTYPES[p.dtype]
         rows = []
@@ -81,7 +97,7 @@ class ExactnessReport(Procedure):
                     except ConstructionError as exc:
                         rows.append({"start": start, "n": n, "dtype": p.dtype, "gate": gate, "step_scale": p.step_scale,
                                      "error": str(exc)})
-        return {"rows": rows, "config": p.model_dump()}
+        return ExactnessOutput(rows=rows, config=p.model_dump())
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"starts": (1.0, -3.0), "sizes": (8,), "gates": ("tanh", "gelu")}

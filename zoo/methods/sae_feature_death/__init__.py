@@ -3,7 +3,17 @@
 Diagnostics (gamma, effective rank, closed-form death predictions, dead-by-pathway accounting,
 preprocessing fixes) and two procedures: :class:`FeatureDeathReport` (analysis) and
 :class:`CentredTraining` (training dynamics)."""
-from .analysis import CentredTraining, FeatureDeathReport, StreamSurvey, format_report, format_survey, plot_report
+from .analysis import (
+    CentredTraining,
+    CentredTrainingOutput,
+    FeatureDeathOutput,
+    FeatureDeathReport,
+    StreamSurvey,
+    StreamSurveyOutput,
+    format_report,
+    format_survey,
+    plot_report,
+)
 from .diagnostics import (
     DeathCounts,
     dead_by_pathway,
@@ -16,9 +26,12 @@ from .diagnostics import (
 
 __all__ = [
     "CentredTraining",
+    "CentredTrainingOutput",
     "DeathCounts",
+    "FeatureDeathOutput",
     "FeatureDeathReport",
     "StreamSurvey",
+    "StreamSurveyOutput",
     "dead_by_pathway",
     "effective_rank",
     "format_report",

@@ -10,6 +10,7 @@ geometric-median centring, PCA whitening; per-token LayerNorm as the negative co
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 from zoo.common.activations import collect_activations
 from zoo.common.sae import SparseAutoencoder, TrainConfig, fraction_variance_unexplained, train_sae
@@ -39,12 +41,63 @@ def _inject(x: torch.Tensor, m: float, dim: int) -> torch.Tensor:
     return y
 
 
+@dataclass
+class FeatureDeathOutput(ProcedureOutput):
+    """What :class:`FeatureDeathReport` returns (attribute, key and index access, ``to_tuple()``).
+
+    * ``rows`` -- one dict per injected magnitude: ``m``, ``gamma`` (post-LayerNorm outlier ratio),
+      ``gamma_raw``, ``effective_rank``, ``dead_relu`` / ``dead_topk`` / ``dead_total`` at
+      ``b_dec = 0``, ``pred_relu`` / ``pred_total`` (closed forms Phi(-C/gamma), Phi(t_k - C/gamma),
+      paper §4.4) and ``dead_total_<prep>`` after each preprocessing;
+    * ``n_tokens`` -- evaluation tokens N; ``d`` -- activation width; ``layer`` -- hidden_states index;
+    * ``config`` -- ``n_features``, ``k``, ``outlier_dim``, ``preprocessings``.
+    """
+
+    rows: list[dict[str, Any]]
+    n_tokens: int
+    d: int
+    layer: int
+    config: dict[str, Any]
+
+
+@dataclass
+class StreamSurveyOutput(ProcedureOutput):
+    """What :class:`StreamSurvey` returns (attribute, key and index access, ``to_tuple()``).
+
+    * ``rows`` -- one dict per stream: ``stream``, ``d``, ``gamma``, ``gamma_raw``, ``effective_rank``,
+      ``dead_relu`` / ``dead_topk`` / ``dead_total``, ``pred_relu`` / ``pred_total`` and
+      ``dead_total_<prep>`` per preprocessing;
+    * ``n_tokens`` -- tokens per stream; ``config`` -- ``n_features``, ``k``, ``preprocessings``;
+    * ``spearman_total`` / ``spearman_relu`` -- Spearman(gamma, total / dead-by-ReLU init death) over
+      the streams, or ``None`` (then not a key) when undefined (fewer than 3 streams or a constant column).
+    """
+
+    rows: list[dict[str, Any]]
+    n_tokens: int
+    config: dict[str, Any]
+    spearman_total: float | None = None
+    spearman_relu: float | None = None
+
+
+@dataclass
+class CentredTrainingOutput(ProcedureOutput):
+    """What :class:`CentredTraining` returns (attribute, key and index access, ``to_tuple()``).
+
+    * ``rows`` -- one dict per (magnitude, ``b_dec`` init): ``m``, ``gamma``, ``b_dec_init``,
+      ``dead_init``, ``dead_final``, ``dead_final_relu``, ``fvu``, ``b_dec_rel_dist``, ``max_dec_norm_err``;
+    * ``config`` -- ``n_train``, ``n_eval``, ``n_features``, ``k``, ``steps``, ``lr``.
+    """
+
+    rows: list[dict[str, Any]]
+    config: dict[str, Any]
+
+
 class FeatureDeathReport(Procedure):
     """Init death vs gamma on real activations, measured and predicted (the paper's Fig. 1/2 at CPU scale).
 
-    Returns a dict: ``rows`` (one per magnitude: m, gamma, gamma_raw, effective rank, dead-by-ReLU /
-    dead-by-TopK / total at b_dec = 0, total dead after each preprocessing, predicted ReLU / total
-    death), ``config`` and ``n_tokens``.
+    Returns a :class:`FeatureDeathOutput`: ``rows`` (one per magnitude: m, gamma, gamma_raw, effective
+    rank, dead-by-ReLU / dead-by-TopK / total at b_dec = 0, total dead after each preprocessing,
+    predicted ReLU / total death), ``n_tokens``, ``d``, ``layer`` and ``config``.
     """
 
     kind = "analysis"
@@ -84,7 +137,7 @@ class FeatureDeathReport(Procedure):
 
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
                  max_tokens: int | None = None, n_features: int | None = None, k: int | None = None,
-                 layer: int | None = None, preprocessings: list[str] | None = None, progress: bool = False) -> dict[str, Any]:
+                 layer: int | None = None, preprocessings: list[str] | None = None, progress: bool = False) -> FeatureDeathOutput:
         p = self.params
         layer = p.layer if layer is None else layer
         max_tokens = p.max_tokens if max_tokens is None else max_tokens
@@ -124,8 +177,8 @@ class FeatureDeathReport(Procedure):
                 xp, _ = dg.preprocess(x, prep, seed=seed)  # type: ignore[arg-type]
                 row[f"dead_total_{prep}"] = dg.dead_by_pathway(sae, xp).total
             rows.append(row)
-        return {"rows": rows, "n_tokens": n, "d": d, "layer": layer,
-                "config": {"n_features": F, "k": kk, "outlier_dim": p.outlier_dim, "preprocessings": preps}}
+        return FeatureDeathOutput(rows=rows, n_tokens=n, d=d, layer=layer,
+                                  config={"n_features": F, "k": kk, "outlier_dim": p.outlier_dim, "preprocessings": preps})
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"texts": _default_texts(6), "magnitudes": [0.0, 40.0], "max_tokens": 512, "n_features": 256,
@@ -188,9 +241,9 @@ class StreamSurvey(Procedure):
     For each stream (forward hooks, :func:`zoo.common.activations.bert_sublayer_streams`):
     gamma (post-LN) and gamma_raw, effective rank, dead-by-ReLU / dead-by-TopK at the standard
     init (b_dec = 0), the closed-form predictions, and total death after mean-centring and after
-    PCA whitening. Returns ``rows`` and the Spearman correlations of gamma with init death
+    PCA whitening. Returns a :class:`StreamSurveyOutput`: ``rows`` and the Spearman correlations of gamma with init death
     (``spearman_total``, ``spearman_relu``; the paper: 0.89 / 0.82 across 454 model-layers;
-    ``None`` where undefined, e.g. when no stream has a dead-by-ReLU feature)."""
+    ``None``, and then not a key, where undefined, e.g. when no stream has a dead-by-ReLU feature)."""
 
     kind = "analysis"
 
@@ -216,7 +269,7 @@ class StreamSurvey(Procedure):
 
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, streams: list[str] | None = None,
                  max_tokens: int | None = None, n_features: int | None = None, k: int | None = None,
-                 preprocessings: list[str] | None = None, use_cache: bool = True, progress: bool = False) -> dict[str, Any]:
+                 preprocessings: list[str] | None = None, use_cache: bool = True, progress: bool = False) -> StreamSurveyOutput:
         from scipy.stats import spearmanr
 
         p = self.params
@@ -256,8 +309,9 @@ class StreamSurvey(Procedure):
                 return None  # undefined: e.g. no stream has a dead-by-ReLU feature
             return float(spearmanr(gs, ys).statistic)
 
-        return {"rows": rows, "n_tokens": int(acts[mods[0]].shape[0]), "spearman_total": rho("dead_total"),
-                "spearman_relu": rho("dead_relu"), "config": {"n_features": F, "k": kk, "preprocessings": preps}}
+        return StreamSurveyOutput(rows=rows, n_tokens=int(acts[mods[0]].shape[0]),
+                                  config={"n_features": F, "k": kk, "preprocessings": preps},
+                                  spearman_total=rho("dead_total"), spearman_relu=rho("dead_relu"))
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"texts": _default_texts(4), "streams": ["embeddings", "encoder.layer.0.output.dense", "encoder.layer.0.output"],
@@ -281,8 +335,8 @@ def format_survey(rep: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "undefined (constant)" if v is None else f"{v:.3f}"
 
-    lines.append(f"Spearman(gamma, init death) over {len(rep['rows'])} streams: total {fmt(rep['spearman_total'])}, "
-                 f"ReLU {fmt(rep['spearman_relu'])} (paper, 454 model-layers: 0.89 TopK / 0.82 ReLU)")
+    lines.append(f"Spearman(gamma, init death) over {len(rep['rows'])} streams: total {fmt(rep.get('spearman_total'))}, "
+                 f"ReLU {fmt(rep.get('spearman_relu'))} (paper, 454 model-layers: 0.89 TopK / 0.82 ReLU)")
     return "\n".join(lines)
 
 
@@ -347,7 +401,8 @@ class CentredTraining(Procedure):
     while centring removes the death without auxiliary losses. ``b_dec_inits`` may include
     ``"zeros+auxk"``: b_dec = 0 with the AuxK loss (Gao et al. 2024; coefficient 1/32, k_aux = d/2),
     the auxiliary-loss fix the paper compares against; a latent counts as dead for AuxK after
-    ``auxk_dead_tokens`` tokens (25,600 = 100 steps, scaled down from the reference 10M to the CPU budget)."""
+    ``auxk_dead_tokens`` tokens (25,600 = 100 steps, scaled down from the reference 10M to the CPU budget).
+    Returns a :class:`CentredTrainingOutput` (``rows``, ``config``)."""
 
     kind = "training"
 
@@ -372,7 +427,7 @@ class CentredTraining(Procedure):
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
                  steps: int | None = None, n_train: int | None = None, n_eval: int | None = None,
                  n_features: int | None = None, k: int | None = None, b_dec_inits: list[str] | None = None,
-                 progress: bool = False) -> dict[str, Any]:
+                 progress: bool = False) -> CentredTrainingOutput:
         p = self.params
         texts = texts if texts is not None else _default_texts(p.n_docs)
         ntr = p.n_train if n_train is None else n_train
@@ -401,8 +456,8 @@ class CentredTraining(Procedure):
                 rows.append({"m": float(m), "gamma": dg.gamma(x_tr), "b_dec_init": how, "dead_init": init.total,
                              "dead_final": fin.total, "dead_final_relu": fin.relu, "fvu": fraction_variance_unexplained(sae, x_ev),
                              "b_dec_rel_dist": hist.b_dec_rel_dist[-1], "max_dec_norm_err": hist.max_dec_norm_err})
-        return {"rows": rows, "config": {"n_train": ntr, "n_eval": nev, "n_features": F, "k": kk,
-                                          "steps": p.steps if steps is None else steps, "lr": p.lr}}
+        return CentredTrainingOutput(rows=rows, config={"n_train": ntr, "n_eval": nev, "n_features": F, "k": kk,
+                                                        "steps": p.steps if steps is None else steps, "lr": p.lr})
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"texts": _default_texts(4), "magnitudes": [40.0], "steps": 5, "n_train": 256, "n_eval": 128,

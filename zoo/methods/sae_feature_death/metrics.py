@@ -7,9 +7,12 @@ report on layer 3 (cheap) and the training dynamics (slow)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registry.contract import metric_check
+
+if TYPE_CHECKING:
+    from .analysis import FeatureDeathOutput, StreamSurveyOutput
 
 CHECK_TOKENS = 4096  # cheap checks: the first 4096 tokens (the full table uses 20,000)
 
@@ -34,7 +37,7 @@ def demo_dead_relu(pipeline: Any) -> float:
     return _demo()["standard"][0] / 256
 
 
-def _survey(pipeline: Any) -> dict:
+def _survey(pipeline: Any) -> StreamSurveyOutput:
     """The stream survey with the spec's params, computed once per procedure instance."""
     proc = pipeline.samplers["stream-survey"]
     rep = proc.__dict__.get("_survey_result")
@@ -51,7 +54,7 @@ def _stream(pipeline: Any, name: str) -> dict:
 @metric_check
 def streams_spearman_gamma_total_death(pipeline: Any) -> float:
     """Spearman(gamma, total init death) over MiniLM's 37 native sub-layer streams (paper: 0.89)."""
-    rho = _survey(pipeline)["spearman_total"]
+    rho = _survey(pipeline).spearman_total  # None (not a key) when undefined
     return float("nan") if rho is None else rho
 
 
@@ -75,7 +78,7 @@ def ffn_out_l5_l6_dead_after_whitening(pipeline: Any) -> float:
     return max(_stream(pipeline, f"encoder.layer.{i}.output.dense")["dead_total_pca_whiten"] for i in (4, 5))
 
 
-def _report(pipeline: Any, **kw: Any) -> dict:
+def _report(pipeline: Any, **kw: Any) -> FeatureDeathOutput:
     return pipeline(seed=0, max_tokens=CHECK_TOKENS, **kw)
 
 

@@ -1,5 +1,5 @@
 """SAE-TM: sparse autoencoders as topic models (Girrbach & Akata, ICML 2026, arXiv 2511.16309)."""
-from .pipeline import SAETopicModel, cached_embeddings, default_corpus
+from .pipeline import SAETopicModel, TopicModelOutput, cached_embeddings, default_corpus
 from .topics import (
     MERGE_FLAVOURS,
     Interpretation,
@@ -15,9 +15,10 @@ from .topics import (
 )
 
 __all__ = [
-    "MERGE_FLAVOURS",
     "Interpretation",
+    "MERGE_FLAVOURS",
     "SAETopicModel",
+    "TopicModelOutput",
     "TopicSet",
     "cached_embeddings",
     "default_corpus",

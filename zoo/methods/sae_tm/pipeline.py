@@ -10,6 +10,7 @@ keyed by the texts and the encoder, because encoding the corpus takes ~1-2 min o
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -19,6 +20,7 @@ from pydantic import Field
 from registry.contract import CliInputs as BaseCliInputs
 from registry.contract import cached_artifact
 from registry.contract import Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
 
@@ -44,12 +46,33 @@ def cached_embeddings(encoder: Any, texts: list[str], *, max_length: int = 256, 
                            namespace="sae-tm", use_cache=use_cache)["emb"]
 
 
+@dataclass
+class TopicModelOutput(ProcedureOutput):
+    """What :class:`SAETopicModel` returns (attribute, key and index access, ``to_tuple()``).
+
+    * ``topics`` -- the top words of each topic (n lists of ``top_words`` words);
+    * ``topic_word`` -- the topic-word distributions, NumPy (n x V), rows sum to 1;
+    * ``cluster_mass`` -- each topic's share of the merged atoms' mass, NumPy (n,), sums to 1;
+    * ``atom_topic`` -- the topic of each SAE atom, NumPy int (K,), -1 for atoms left out;
+    * ``vocab_size`` -- V; ``n_docs`` -- documents kept (with at least one vocabulary word);
+    * ``n_valid_atoms`` -- atoms that took part in the merge.
+    """
+
+    topics: list[list[str]]
+    topic_word: Any
+    cluster_mass: Any
+    atom_topic: Any
+    vocab_size: int
+    n_docs: int
+    n_valid_atoms: int
+
+
 class SAETopicModel(Procedure):
     """SAE-TM topics for a corpus: fits stage 2 once per corpus (cached on the instance) and
     merges atoms into ``n_topics`` topics; ``retopic(n)`` re-runs only stage 3.
 
-    Returns a dict: ``topics`` (top words per topic), ``topic_word`` (n x V), ``cluster_mass``
-    (n, sums to 1), ``atom_topic`` (K), ``vocab_size``, ``n_docs``, ``n_valid_atoms``.
+    Returns a :class:`TopicModelOutput`: ``topics`` (top words per topic), ``topic_word`` (n x V),
+    ``cluster_mass`` (n, sums to 1), ``atom_topic`` (K), ``vocab_size``, ``n_docs``, ``n_valid_atoms``.
     """
 
     kind = "analysis"
@@ -135,19 +158,19 @@ class SAETopicModel(Procedure):
 
     def __call__(self, *, seed: int = 0, texts: list[str] | None = None, n_topics: int | None = None,
                  epochs: int | None = None, top_words: int | None = None, merge: str | None = None,
-                 progress: bool = False) -> dict[str, Any]:
+                 progress: bool = False) -> TopicModelOutput:
         fit = self.fit(texts, seed=seed, epochs=epochs, progress=progress)
         n = self.params.n_topics if n_topics is None else n_topics
         ts = self.retopic(n, merge)
-        return {
-            "topics": ts.top_words(fit["vocab"], self.params.top_words if top_words is None else top_words),
-            "topic_word": ts.topic_word,
-            "cluster_mass": ts.cluster_mass,
-            "atom_topic": ts.atom_topic,
-            "vocab_size": len(fit["vocab"]),
-            "n_docs": len(fit["texts"]),
-            "n_valid_atoms": int(len(ts.valid_atoms)),
-        }
+        return TopicModelOutput(
+            topics=ts.top_words(fit["vocab"], self.params.top_words if top_words is None else top_words),
+            topic_word=ts.topic_word,
+            cluster_mass=ts.cluster_mass,
+            atom_topic=ts.atom_topic,
+            vocab_size=len(fit["vocab"]),
+            n_docs=len(fit["texts"]),
+            n_valid_atoms=int(len(ts.valid_atoms)),
+        )
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"texts": default_corpus(12), "n_topics": 3, "epochs": 3}
