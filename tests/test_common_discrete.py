@@ -256,6 +256,10 @@ def test_cache_factory_supplies_the_ar_cache(toy):
         assert len(made) == 1
         fwd = counted.stats[0]["ar_forwards"]
         assert made[0].updates == n_layers * fwd > 0
+        # a per-call parameter override re-makes the procedure and must keep the caller's cache factory
+        made.clear()
+        cls(models=models, params=cls.Params(), cache_factory=factory).with_params(max_new_tokens=20)("512+489=", seed=2)
+        assert len(made) == 1 and made[0].updates > 0
 
 
 # ----------------------------------------------------------------------------- tokenizers
