@@ -21,7 +21,7 @@ from zoo.common.bench_output import write_outputs
 
 from .bandit import OOD_LAW, RISKY_LAW, SAFE_LAW, bandit_dataset, evaluate_actions
 from .procedures import evaluate_actor
-from .risk import cvar_normal_mixture, fit_free_quantiles, huber_quantile_normal, normal_quantile
+from .risk import cvar_normal_mixture, fit_free_quantiles, huber_quantile_normal, normal_quantile, stratified_normal
 from .train import PRESETS
 
 ROLES = {"ramac": "actor", "bc-only": "actor-bc-only", "risk-neutral": "actor-risk-neutral", "cvar-no-bc": "actor-cvar-no-bc"}
@@ -67,8 +67,7 @@ def exact_chain_floor(Ts: tuple[int, ...] = (5, 10, 20), n: int = 2000) -> dict[
 def quantile_pairing(steps: int = 300) -> dict[str, list[float]]:
     """Free quantiles at LEVELS fitted to a stratified N(0, 1) sample: pure pinball, standard Huber
     (kappa = 1) and the released RADAC pairing, beside the true and the Huber-shrunk closed forms."""
-    n = 2048
-    grid = torch.special.ndtri((torch.arange(n, dtype=torch.float64) + 0.5) / n)
+    grid = stratified_normal(2048)
     fit = lambda **kw: [round(float(v), 4) for v in fit_free_quantiles(LEVELS, lambda b, g: grid, steps=steps, **kw)]  # noqa: E731
     return {"true": [normal_quantile(t) for t in LEVELS], "huber_closed_form": [huber_quantile_normal(t, 1.0) for t in LEVELS],
             "pinball": fit(kappa=0.0), "huber_standard": fit(kappa=1.0), "huber_radac_released": fit(kappa=1.0, pairing="radac_released")}

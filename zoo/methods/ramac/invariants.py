@@ -30,16 +30,12 @@ from .risk import (
     pinball_loss,
     quantile_huber_loss,
     sample_taus,
+    stratified_normal,
 )
 from .train import TrainConfig, actor_loss
 
 _SEEDS = st.integers(0, 2**31 - 1)
 _FAST = settings(max_examples=10, deadline=None)
-
-
-def _stratified_normal(n: int) -> torch.Tensor:
-    """``Phi^-1((i + 1/2) / n)``: a deterministic sample whose empirical quantiles are the normal's."""
-    return torch.special.ndtri((torch.arange(n, dtype=torch.float64) + 0.5) / n)
 
 
 @invariant("cvar-estimator-exact-properties")
@@ -144,7 +140,7 @@ def quantile_fit_recovers_known_quantiles(_: int) -> None:
     (:func:`huber_quantile_normal`: -1.309, -0.993, 0, 0.993) within 0.02 -- and then q(0.1) is more than
     0.25 above the true -1.282; negative control: the released RADAC pairing (weights taken along the
     target axis) collapses every level to the median (all within 0.05 of 0, spread < 0.05)."""
-    grid = _stratified_normal(2048)
+    grid = stratified_normal(2048)
     sample = lambda b, g: grid  # noqa: E731
     true = torch.tensor([normal_quantile(t) for t in _LEVELS], dtype=torch.float64)
     shrunk = torch.tensor([huber_quantile_normal(t, 1.0) for t in _LEVELS], dtype=torch.float64)

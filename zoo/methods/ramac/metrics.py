@@ -37,17 +37,14 @@ def quantile_fit(pipeline: Any, level: float = 0.1, kappa: float = 1.0, pairing:
     """q(level) of the free quantile vector fitted to a stratified N(0, 1) sample (levels 0.05, 0.1, 0.5,
     0.9; 300 Adam steps) with the quantile-Huber loss: the critic-loss pairing check of the method note
     (sec. 9), deterministic. ``pairing`` standard or radac_released; ``kappa = 0`` is the pure pinball loss."""
-    import torch
-
-    from .risk import fit_free_quantiles
+    from .risk import fit_free_quantiles, stratified_normal
 
     levels = (0.05, 0.1, 0.5, 0.9)
     if level not in levels:
         raise ValueError(f"level must be one of {levels}")
 
     def fit() -> Any:
-        n = 2048
-        grid = torch.special.ndtri((torch.arange(n, dtype=torch.float64) + 0.5) / n)
+        grid = stratified_normal(2048)
         return fit_free_quantiles(levels, lambda b, g: grid, kappa=kappa, pairing=pairing, steps=300)  # type: ignore[arg-type]
 
     return float(pipeline.memo(("ramac-quantile-fit", kappa, pairing), fit)[levels.index(level)])

@@ -29,7 +29,7 @@ import torch
 
 __all__ = [
     "cvar_lower_tail", "cvar_normal", "normal_quantile", "mixture_quantile", "cvar_normal_mixture", "mixture_mean",
-    "sample_taus", "RiskMeasure", "pinball_loss", "quantile_huber_loss", "Pairing", "huber_quantile_normal", "fit_free_quantiles",
+    "sample_taus", "RiskMeasure", "pinball_loss", "quantile_huber_loss", "Pairing", "huber_quantile_normal", "fit_free_quantiles", "stratified_normal",
 ]
 
 RiskMeasure = Literal["cvar", "neutral", "wang", "cpw", "power"]
@@ -181,6 +181,12 @@ def huber_quantile_normal(tau: float, kappa: float = 1.0, mu: float = 0.0, sigma
         else:
             hi = mid
     return mu + sigma * 0.5 * (lo + hi)
+
+
+def stratified_normal(n: int = 2048) -> torch.Tensor:
+    """``Phi^-1((i + 1/2) / n)``, i = 0..n-1 (float64): a deterministic N(0, 1) "sample" whose empirical
+    quantiles are the normal's, for fits with no sampling error."""
+    return torch.special.ndtri((torch.arange(n, dtype=torch.float64) + 0.5) / n)
 
 
 def fit_free_quantiles(taus: Sequence[float], sample: Callable[[int, torch.Generator], torch.Tensor], kappa: float = 0.0,
