@@ -5,7 +5,7 @@ pure-mode policies as references and the method note's design expectations besid
 publishes no toy numbers). Also: the critic-loss pairing check (free quantiles fitted to N(0, 1)), and
 the OOD floor of the T-step reverse chain with the *exact* denoiser (why the toy uses T = 20). With
 ``--retrain`` the four actors are trained again from the seed (the shipped files' recipe) instead of
-loaded. Run as ``python tools/bench_ramac.py`` or ``zoo bench ramac [--quick]``."""
+loaded; ``--released-pairing`` adds RAMAC trained with the authors' released critic loss. Run as ``python tools/bench_ramac.py`` or ``zoo bench ramac [--quick]``."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +26,8 @@ from .train import PRESETS
 
 ROLES = {"ramac": "actor", "bc-only": "actor-bc-only", "risk-neutral": "actor-risk-neutral", "cvar-no-bc": "actor-cvar-no-bc"}
 #: the method note's design expectations (sec. 6), not measurements
-EXPECTED = {"ramac": "CVaR ≈ 4, OOD ≈ 0", "bc-only": "all four modes", "risk-neutral": "risky modes, CVaR ≈ −8", "cvar-no-bc": "OOD, low true CVaR"}
+EXPECTED = {"ramac": "CVaR ≈ 4, OOD ≈ 0", "bc-only": "all four modes", "risk-neutral": "risky modes, CVaR ≈ −8", "cvar-no-bc": "OOD, low true CVaR",
+            "ramac-released-pairing": "quantiles collapse to the median (sec. 9)"}
 LEVELS = (0.05, 0.1, 0.5, 0.9)
 
 
@@ -73,9 +74,22 @@ def quantile_pairing(steps: int = 300) -> dict[str, list[float]]:
             "pinball": fit(kappa=0.0), "huber_standard": fit(kappa=1.0), "huber_radac_released": fit(kappa=1.0, pairing="radac_released")}
 
 
-def run(quick: bool = False, retrain: bool = False, seed: int = 0, n: int = 1000) -> dict[str, Any]:
+def released_pairing_actor(seed: int = 0, quick: bool = False) -> Any:
+    """RAMAC trained with the released RADAC critic pairing (same seed, data and budget as the shipped
+    RAMAC actor; ~2-5 min on one thread): what the `train-released-pairing` recipe produces."""
+    from .toy import train_presets
+
+    base: dict[str, Any] = {"pairing": "radac_released"}
+    if quick:
+        base.update(steps=600, eta_warmup=400, eta_ramp=100)
+    return train_presets(seed, ("ramac",), base, progress=True)["ramac"].actor
+
+
+def run(quick: bool = False, retrain: bool = False, seed: int = 0, n: int = 1000, released: bool = False) -> dict[str, Any]:
     t0 = time.perf_counter()
     actors = _actors(retrain, seed, quick)
+    if released:
+        actors["ramac-released-pairing"] = released_pairing_actor(seed, quick)
     rows = {}
     for name, actor in actors.items():
         ev = evaluate_actor(actor, n, 0.1, 0, name)
@@ -130,7 +144,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     land = torch.full((grid, grid), cvar_normal_mixture(0.1, *OOD_LAW), dtype=torch.float64)
     land[mode >= 0] = cvar_normal_mixture(0.1, *SAFE_LAW)
     land[torch.isin(mode, risky)] = cvar_normal_mixture(0.1, *RISKY_LAW)
-    names = [k for k in res["rows"] if k in ROLES]
+    names = [k for k in res["rows"] if k in ROLES or k == "ramac-released-pairing"]
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4.4))
     for ax, name in zip(axes, names):
         r = res["rows"][name]
@@ -155,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_ramac")
     ap.add_argument("--retrain", action="store_true", help="train the four actors from the seed (~4-10 min on one thread) instead of loading the shipped ones")
+    ap.add_argument("--released-pairing", action="store_true",
+                    help="also train RAMAC with the released RADAC critic pairing (~2-5 min) and score it beside the others")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=int, default=1000, help="actions per actor")
     ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
@@ -162,6 +178,6 @@ def main(argv: list[str] | None = None) -> int:
     a = parse_with_quick(ap, argv, {}, "fewer fitting steps (and a 600-step schedule with --retrain): seconds")
     if not math.isfinite(a.n) or not 10 <= a.n <= 1_000_000:
         ap.error("--n must be in 10 .. 1000000")
-    res = run(a.quick, a.retrain, a.seed, a.n)
+    res = run(a.quick, a.retrain, a.seed, a.n, a.released_pairing)
     write_outputs(res, table(res), plot, a.out_dir, "ramac-bandit.png", a.json)
     return 0
