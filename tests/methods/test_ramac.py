@@ -153,3 +153,22 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path) -> None:
     assert set(res["rows"]) >= {"ramac", "bc-only", "risk-neutral", "cvar-no-bc", "behaviour-data"}
     assert (tmp_path / "ramac-bandit.png").stat().st_size > 10_000
     assert res["exact_chain_ood_floor"]["5"] > res["exact_chain_ood_floor"]["20"]
+
+
+def test_bootstrap_path_updates_targets() -> None:
+    """With non-terminal transitions the trainer keeps a soft target critic and an EMA actor: after a few
+    steps the target critic has moved towards the critic by Polyak averaging (neither frozen nor copied),
+    and the EMA actor equals the actor before ``ema_start`` (copied every step)."""
+    g = torch.Generator().manual_seed(0)
+    data = bandit_dataset(64, g)
+    data.not_done = torch.ones(64)
+    cfg = TrainConfig(steps=3, eta_warmup=1, eta_ramp=1, batch_size=16, risk_batch=8, ema_start=100, tau_soft=0.5)
+    actor = reinitialise(zoo.methods.ramac.build_actor(T=3, width=16), 0)
+    critic = reinitialise(build_critic(width=16, emb_dim=16, n_cos=4), 1)
+    t = RamacTrainer(actor, critic, data, cfg, g)
+    start = [p.clone() for p in t.target_critic.parameters()]
+    t.run()
+    now, crit = list(t.target_critic.parameters()), list(critic.parameters())
+    assert not all(torch.equal(a, b) for a, b in zip(now, start))
+    assert not all(torch.equal(a, b) for a, b in zip(now, crit))
+    assert all(torch.equal(a, b) for a, b in zip(t.ema_actor.parameters(), actor.parameters()))
