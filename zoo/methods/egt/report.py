@@ -17,6 +17,18 @@ LABELS = {"erm": "ERM fine-tuning (frequency-weighted)", "proportion": "proporti
           "minmax": "min–max fine-tuning (worst EMA group)", "group-dro": "group-DRO (exp.-gradient weights)"}
 
 
+def _save(fig: Any, path: str | Path) -> Path:
+    """Tight layout, write the PNG (creating its folder), close the figure."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def format_gaussian(results: dict[str, Any]) -> str:
     """Markdown: one row per fine-tuned model, then the ERM start and the exact min–max solution,
     with the shared note's numbers beside ours; then the δ-EGT gap under every divergence."""
@@ -69,12 +81,7 @@ def plot_history(results: dict[str, Any], path: str | Path) -> Path:
     for row in axes:
         row[0].set_ylabel("KL(P_a ‖ Q_a)")
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def format_digits(results: dict[str, Any]) -> str:
@@ -110,9 +117,4 @@ def plot_digits(results: dict[str, Any], path: str | Path) -> Path:
         ax.set(title=f"digits {alg}", xlabel="step")
     axes[0][0].set_ylabel("per-digit training loss EMA (proxy)")
     axes[0][0].legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
