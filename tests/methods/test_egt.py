@@ -223,11 +223,11 @@ def test_cli_run_prints_the_table_and_writes_the_plot(tmp_path: Path, capsys: py
 def test_bench_gaussian_only_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from zoo.methods.egt.benchmark import main as bench_main
 
-    assert bench_main(["--no-digits", "--gaussian-steps", "30", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    assert bench_main(["--no-digits", "--no-ddpm", "--gaussian-steps", "30", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
     text = capsys.readouterr().out
     assert "| model |" in text and "proportion baseline" in text and "sampled per-group loss" in text
     res = json.loads((tmp_path / "r.json").read_text())
-    assert set(res["gaussian"]) == {"erm", "proportion", "minmax", "group-dro"} and not res["digits"]
+    assert set(res["gaussian"]) == {"erm", "proportion", "minmax", "group-dro"} and not res["digits"] and not res["ddpm"]
     assert (tmp_path / "egt.png").stat().st_size > 1000
 
 
@@ -294,3 +294,35 @@ def test_digits_recipe_trains_a_private_copy_and_is_deterministic(dit) -> None:
     assert a.after == b.after and a.train_loss == b.train_loss
     assert a.before["loss"] != a.after["loss"]  # the copy was trained
     assert all(torch.equal(v, pipe.models["dit"].state_dict()[k]) for k, v in cached.items())
+
+
+# ----------------------------------------------------------------------------- the mixture DDPM (note §6b)
+def test_excess_loss_is_zero_for_the_analytic_denoiser_and_positive_otherwise() -> None:
+    """With ε_θ replaced by the exact mixture ε*, the per-sample excess is 0 (float32 rounding) and the
+    held-out excess is 0; the untrained network's is not. Checks the offset removal the min–max relies on."""
+    from zoo.methods.egt.mixture_ddpm import ddpm_groups, group_batch, heldout_excess, make_model
+
+    groups = ddpm_groups()
+    model = make_model(seed=0)
+    untrained = heldout_excess(model, groups, n=500)
+
+    class Oracle(torch.nn.Module):
+        def forward(self, x, t, cond):
+            ab = model.alphas_cumprod.double()[t]
+            out = torch.stack([groups[a].predict_vp(x.double(), ab, "epsilon") for a in range(2)])
+            return out[cond.argmax(1), torch.arange(x.shape[0])].float()
+
+    model.model = Oracle()
+    raw, excess, _ = group_batch(model, groups[1], 1, 256, torch.Generator().manual_seed(0))
+    assert float(excess.abs().max()) < 1e-5 and float(raw.mean()) > 0.1  # the offset the raw loss carries
+    assert max(heldout_excess(model, groups, n=500)) < 1e-10 < min(untrained)
+
+
+def test_ddpm_recipe_is_deterministic_and_leaves_the_global_rng_alone() -> None:
+    from zoo.methods.egt import MixtureDDPMFairness
+
+    proc = MixtureDDPMFairness({}, MixtureDDPMFairness.Params(pretrain_steps=5, steps=5, batch=16, n_eval=64, record_every=1))
+    state = torch.random.get_rng_state()
+    a, b = proc(seed=2), proc(seed=2)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert a.after == b.after and a.before != a.after and sum(a.worst_counts) > 0 and len(a.steps) == 5

@@ -6,10 +6,10 @@ from .divergences import (
     CLOSED_FORM, DIVERGENCES, egt_gap, f_divergence, gaussian_divergence, gaussian_kl, is_delta_egt, mc_f_divergence, proportion_gap,
 )
 from .gaussian import ALGORITHMS, GaussianGroups, GroupModel, eg_update, exact_minmax, finetune, group_kls, note_toy, summary, weighted_mle
-from .procedures import DigitsFairness, DigitsOutput, EGTOutput, GaussianFairness
+from .procedures import DDPMOutput, DigitsFairness, DigitsOutput, EGTOutput, GaussianFairness, MixtureDDPMFairness
 
 __all__ = [
-    "ALGORITHMS", "CLOSED_FORM", "DIVERGENCES", "DigitsFairness", "DigitsOutput", "EGTOutput", "GaussianFairness", "GaussianGroups",
+    "ALGORITHMS", "CLOSED_FORM", "DDPMOutput", "DIVERGENCES", "DigitsFairness", "DigitsOutput", "EGTOutput", "GaussianFairness", "GaussianGroups",
     "GroupModel", "eg_update", "egt_gap", "exact_minmax", "f_divergence", "finetune", "gaussian_divergence", "gaussian_kl", "group_kls",
-    "is_delta_egt", "mc_f_divergence", "note_toy", "proportion_gap", "summary", "weighted_mle",
+    "is_delta_egt", "MixtureDDPMFairness", "mc_f_divergence", "note_toy", "proportion_gap", "summary", "weighted_mle",
 ]

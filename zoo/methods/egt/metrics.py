@@ -32,3 +32,9 @@ def gaussian_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", g
 def digits_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
     """``loss_gap`` / ``recall_gap`` / ``worst_loss`` / ``worst_recall`` of a digits recipe, before or after."""
     return float(_run(pipeline, recipe)[stat][which])
+
+
+@metric_check
+def ddpm_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
+    """``gap`` / ``worst`` / ``weighted`` of the per-group held-out excess loss of a DDPM recipe, before or after."""
+    return float(_run(pipeline, recipe)[stat][which])

@@ -118,3 +118,37 @@ def plot_digits(results: dict[str, Any], path: str | Path) -> Path:
     axes[0][0].set_ylabel("per-digit training loss EMA (proxy)")
     axes[0][0].legend(fontsize=6, ncol=2)
     return _save(fig, path)
+
+
+def format_ddpm(results: dict[str, Any]) -> str:
+    """Markdown: per fine-tuning, the per-group excess before → after, gap, worst and Σ p_a (global quality)."""
+    lines = ["| fine-tuning | excess A (3 modes, 90 %) | excess B (9-ring, 10 %) | gap | worst | Σ p_a excess |", "|---|---|---|---|---|---|"]
+    first = next(iter(results.values()))
+    b = first["before"]
+    lines.append(f"| θ₀ (ERM pretraining, {first['config']['pretrain_steps']} steps) | {b[0]:.4f} | {b[1]:.4f} | {first['gap']['before']:.4f} | "
+                 f"{first['worst']['before']:.4f} | {first['weighted']['before']:.4f} |")
+    for name, r in results.items():
+        a = r["after"]
+        extra = f", q = {r['weights'][0]:.3f}, {r['weights'][1]:.3f}" if r["algorithm"] == "group-dro" else ""
+        lines.append(f"| {name} ({r['config']['steps']} steps{extra}) | {a[0]:.4f} | {a[1]:.4f} | {r['gap']['after']:.4f} | {r['worst']['after']:.4f} | "
+                     f"{r['weighted']['after']:.4f} |")
+    return "\n".join(lines)
+
+
+def plot_ddpm(results: dict[str, Any], path: str | Path) -> Path:
+    """PNG: per-group EMA of the training excess loss vs fine-tuning step, one panel per fine-tuning."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(results)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.2), squeeze=False, sharey=True)
+    for ax, (name, r) in zip(axes[0], results.items()):
+        for a, lab in enumerate(("A: 3 modes (90 %)", "B: 9-ring (10 %)")):
+            ax.plot(r["steps"], [v[a] for v in r["excess_ema"]], label=lab)
+        ax.set(title=f"DDPM {name}: gap {r['gap']['after']:.3f}", xlabel="fine-tuning step", yscale="log")
+        ax.title.set_fontsize(9)
+    axes[0][0].set_ylabel("excess ε-loss (EMA)")
+    axes[0][0].legend(fontsize=7)
+    return _save(fig, path)
