@@ -102,8 +102,8 @@ def format_digits(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_digits(results: dict[str, Any], path: str | Path) -> Path:
-    """PNG: per-group training-loss EMA vs step for each algorithm (a proxy, not a divergence)."""
+def _curves(results: dict[str, Any], path: str | Path, series: Any, title: Any, ylabel: str, log: bool = False, **legend: Any) -> Path:
+    """One panel per run: ``series(r)`` -> [(label, steps, values)], titled ``title(name, r)``; shared y axis."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,13 +111,21 @@ def plot_digits(results: dict[str, Any], path: str | Path) -> Path:
 
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.2), squeeze=False, sharey=True)
-    for ax, (alg, r) in zip(axes[0], results.items()):
-        for c in range(NUM_CLASSES):
-            ax.plot(r["steps"], [float("nan") if v[c] is None else v[c] for v in r["train_loss"]], lw=0.8, label=str(c))
-        ax.set(title=f"digits {alg}", xlabel="step")
-    axes[0][0].set_ylabel("per-digit training loss EMA (proxy)")
-    axes[0][0].legend(fontsize=6, ncol=2)
+    for ax, (name, r) in zip(axes[0], results.items()):
+        for lab, xs, ys in series(r):
+            ax.plot(xs, ys, lw=0.8, label=lab)
+        ax.set(title=title(name, r), xlabel="fine-tuning step", yscale="log" if log else "linear")
+        ax.title.set_fontsize(9)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(**legend)
     return _save(fig, path)
+
+
+def plot_digits(results: dict[str, Any], path: str | Path) -> Path:
+    """PNG: per-group training-loss EMA vs step for each algorithm (a proxy, not a divergence)."""
+    return _curves(results, path, lambda r: [(str(c), r["steps"], [float("nan") if v[c] is None else v[c] for v in r["train_loss"]])
+                                             for c in range(NUM_CLASSES)],
+                   lambda name, r: f"digits {name}", "per-digit training loss EMA (proxy)", fontsize=6, ncol=2)
 
 
 def format_ddpm(results: dict[str, Any]) -> str:
@@ -137,18 +145,6 @@ def format_ddpm(results: dict[str, Any]) -> str:
 
 def plot_ddpm(results: dict[str, Any], path: str | Path) -> Path:
     """PNG: per-group EMA of the training excess loss vs fine-tuning step, one panel per fine-tuning."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n = len(results)
-    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.2), squeeze=False, sharey=True)
-    for ax, (name, r) in zip(axes[0], results.items()):
-        for a, lab in enumerate(("A: 3 modes (90 %)", "B: 9-ring (10 %)")):
-            ax.plot(r["steps"], [v[a] for v in r["excess_ema"]], label=lab)
-        ax.set(title=f"DDPM {name}: gap {r['gap']['after']:.3f}", xlabel="fine-tuning step", yscale="log")
-        ax.title.set_fontsize(9)
-    axes[0][0].set_ylabel("excess ε-loss (EMA)")
-    axes[0][0].legend(fontsize=7)
-    return _save(fig, path)
+    return _curves(results, path, lambda r: [(lab, r["steps"], [v[a] for v in r["excess_ema"]])
+                                             for a, lab in enumerate(("A: 3 modes (90 %)", "B: 9-ring (10 %)"))],
+                   lambda name, r: f"DDPM {name}: gap {r['gap']['after']:.3f}", "excess ε-loss (EMA)", log=True, fontsize=7)
