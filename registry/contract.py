@@ -137,12 +137,25 @@ class Procedure:
         models = self.models
         if self.mutates_models:
             models = private_copies(models)
-        clone = type(self)(models=models, params=params, device=self.device, dtype=self.dtype)
+        clone = type(self)(models=models, params=params, device=self.device, dtype=self.dtype, **self.clone_kwargs())
         if key is not None:
             if len(memo) >= 8:
                 memo.pop(next(iter(memo)))
             memo[key] = clone
         return clone
+
+    def clone_kwargs(self) -> dict[str, Any]:
+        """Extra constructor keywords a subclass takes beyond models/params/device/dtype (e.g. a
+        caller-supplied cache factory), carried over to the procedures :meth:`with_params` makes."""
+        return {}
+
+    def native(self) -> Any:
+        """The library object users already know for this procedure, on the same built models, whose
+        result equals this procedure's for the same seed (e.g. a diffusers pipeline with the method's
+        scheduler installed, or a transformers model's ``generate()`` with the method's cache and logits
+        processors); ``pipe.native`` returns the default procedure's. Override it where one exists; the
+        default has none (a ``ValueError``, one line through ``pipe.native``)."""
+        raise ValueError(f"{type(self).__name__} has no native library object")
 
     def run_cli(self, inputs: BaseModel | None, seed: int) -> str:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""

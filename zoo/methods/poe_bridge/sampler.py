@@ -118,8 +118,18 @@ class PoEBridgeSampler(TextSampler):
         self.cache_factory = cache_factory
         self.trace_hook = None  # tests: called after every window with (committed ids, cache, stats)
 
+    def clone_kwargs(self) -> dict[str, Any]:
+        return {"cache_factory": self.cache_factory}  # a per-call override keeps the caller's cache
+
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target, self.proposal]  # the AR target's tokenizer (Dream's is remote code)
+
+    def native(self) -> Any:
+        """None: ``generate()`` cannot run PoE-Bridge (its drafts come from the masked-diffusion proposal
+        and are verified in lanes); the AR target alone decodes natively through ``ar-decoding``'s
+        ``pipe.native`` (:class:`~zoo.methods.poe_bridge.native.ARGenerate`)."""
+        raise ValueError("PoE-Bridge has no native transformers generate() (its drafts come from the masked-diffusion "
+                         "proposal); the AR target alone: ar-decoding's pipe.native")
 
     def _vocab(self, dlm_vocab: int) -> int:
         """The shared vocabulary prefix: ``vocab_limit`` or the smaller of the two models' vocabularies."""
