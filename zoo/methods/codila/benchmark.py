@@ -96,10 +96,11 @@ def plot(res: dict, path: Path) -> Path:
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     ax = axes[0]
-    for r in res["xor"]:
-        ax.scatter(r["tokens_per_dlm_forward"], r["validity"], s=40)
-        ax.annotate(r["method"].replace("CoDiLA ", "").replace(" (paper)", "*"), (r["tokens_per_dlm_forward"], r["validity"]),
-                    fontsize=7, xytext=(4, 3), textcoords="offset points")
+    markers = "osD^v<>ph*X"
+    for i, r in enumerate(res["xor"]):
+        ax.scatter(r["tokens_per_dlm_forward"], r["validity"], s=45, marker=markers[i % len(markers)],
+                   label=r["method"].replace("CoDiLA ", "").replace(" (paper)", "*"))
+    ax.legend(fontsize=7, loc="center right")
     ax.axhline(0.25**4, color="grey", ls=":", lw=1)
     ax.set_xlabel("tokens per DLM forward")
     ax.set_ylabel("sequence validity")
