@@ -321,3 +321,30 @@ def block_nll_b1_is_token_nll(seed, block):
     step = -torch.log_softmax(lg, -1).gather(-1, toks.unsqueeze(-1)).squeeze(-1).sum(-1)
     assert torch.allclose(real, step)
     assert not torch.allclose(real, token.float(), atol=1e-3)
+
+
+@invariant("decoded-tokens-never-change")
+def decoded_tokens_never_change():
+    """Every schedule (static, dynamic, verify) only ever writes masked positions: after each step the tokens
+    decoded before are unchanged, the positions written that step were masked before it, their count is the
+    step's ``tokens_per_step`` entry, and the final sequence has no mask (6 random drafter/AR pairs each).
+    Negative control: a trace edited to overwrite an earlier token is caught by the same check."""
+    for schedule in ("static", "dynamic", "verify"):
+        for case in range(6):
+            den, ar = _tiny(case)
+            cfg = DecodeConfig(schedule=schedule, block_size=1 + case % 4, entropy_threshold=2.0 * (case % 2),
+                               candidate_window_blocks=1 + case % 3, tokens_per_step=1 + case % 3,
+                               boundary=(8, 9), excluded=(0, 1, 2, 3, 8, 9), stop_at_eos=False)
+            tr = DecodeTrace()
+            new, stats = codila_decode(den, ar, [1], 3 + case, cfg, None, torch.Generator().manual_seed(case), trace=tr)
+            assert _never_changes(tr.states, 3) and 3 not in new and len(new) == 3 + case
+            prev = [3] * (3 + case)
+            for state, pos, k in zip(tr.states, tr.decoded, stats["tokens_per_step"]):
+                assert len(pos) == k and all(prev[p] == 3 and state[p] != 3 for p in pos)
+                assert [i for i in range(len(state)) if prev[i] != state[i]] == sorted(pos)
+                prev = state
+            if len(tr.states) > 1:
+                bad = [list(s) for s in tr.states]
+                p = tr.decoded[0][0]
+                bad[-1][p] = 4 if bad[-1][p] != 4 else 5
+                assert not _never_changes(bad, 3)

@@ -28,7 +28,9 @@ __all__ = ["LocalAROutput", "TrainLocalAR"]
 
 @dataclass
 class LocalAROutput(ProcedureOutput):
-    """The trained local AR's weights (``state``; ``state_dict()`` returns them) and the loss per step."""
+    """What ``train-local-ar`` returns: ``state``, the trained local AR's weights (``state_dict()`` returns them,
+    so the conformance harness reloads them into the ``local_ar`` factory), and ``losses``, the block
+    cross-entropy per step (nats per block)."""
 
     state: dict[str, torch.Tensor]
     losses: list[float] = field(default_factory=list)
