@@ -9,7 +9,8 @@
   ``tokens_per_step`` most confident ones. Confidence rules: LLaDA ``low_confidence`` (= Dream
   ``maskgit_plus``: probability of the proposed token; Nie et al. 2025, arXiv 2502.09992, Alg. 5),
   Dream ``topk_margin`` (top-1 minus top-2 probability) and Dream ``entropy`` (negative entropy).
-* :class:`ConfidenceDecoding`: that baseline as a zoo sampler (spec ``dlm-confidence-decoding``).
+* :class:`ConfidenceDecoding`: that baseline as a zoo sampler (spec ``dlm-confidence-decoding``); its
+  :class:`DenoiserDecodingParams` are shared with the other masked-DLM decoders (CoDiLA).
 * :class:`TinyMaskedLM`: a small bidirectional Transformer mask predictor (optional time input) for
   CPU toys, and the training losses: :func:`masked_diffusion_loss` (MDLM/LLaDA, 1/t weighting) and
   :func:`dfm_masked_loss` (the same objective in discrete-flow-matching time, with a kappa schedule).
@@ -388,6 +389,18 @@ def confidence_decode(
     return new, {"dlm_forwards": forwards, "new_tokens": len(new)}
 
 
+class DenoiserDecodingParams(ProcedureParams):
+    """Parameters every masked-DLM decoder shares (:class:`ConfidenceDecoding`, CoDiLA's sampler): output
+    length, nucleus, EOS stop, chat template, and how the denoiser is read (mask id, Dream shift)."""
+
+    max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
+    top_p: float = Field(1.0, gt=0, le=1)
+    stop_at_eos: bool = True
+    chat_template: bool = True
+    mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
+    shift_logits: bool | None = None
+
+
 class ConfidenceDecoding(TextSampler):
     """The standard masked-DLM decoding baseline (LLaDA low-confidence / Dream entropy & margin),
     ``tokens_per_step`` tokens per denoiser forward, optional semi-AR blocks. Model role: ``proposal``
@@ -395,17 +408,11 @@ class ConfidenceDecoding(TextSampler):
 
     roles = ("proposal",)
 
-    class Params(ProcedureParams):
-        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
+    class Params(DenoiserDecodingParams):
         tokens_per_step: int = Field(2, ge=1, le=4096, description="tokens unmasked per denoiser forward (paper baseline: 2)")
         block_length: int | None = Field(None, ge=1, le=4096, description="semi-AR block length (None: one block)")
         alg: Literal["low_confidence", "maskgit_plus", "topk_margin", "entropy"] = "entropy"
         temperature: float = Field(0.0, ge=0, le=100)
-        top_p: float = Field(1.0, gt=0, le=1)
-        stop_at_eos: bool = True
-        chat_template: bool = True
-        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
-        shift_logits: bool | None = None
         proposal_role: str = Field("proposal", min_length=1, description="model role of the masked-diffusion LM")
 
         @model_validator(mode="after")

@@ -27,9 +27,8 @@ from typing import Any, Literal
 import torch
 from pydantic import Field
 
-from registry.contract import ProcedureParams
 from zoo.common.discrete import gumbel_max, top_p_filter
-from zoo.common.masked_dlm import MaskedDenoiser, TextSampler, resolve_max_new_tokens
+from zoo.common.masked_dlm import DenoiserDecodingParams, MaskedDenoiser, TextSampler, resolve_max_new_tokens
 
 from .core import block_entropy, block_logits, conditioning_probs, decode_block, restrict_marginals, verify_penalise
 
@@ -227,7 +226,7 @@ class CoDiLASampler(TextSampler):
 
     roles = ("dlm", "local_ar")
 
-    class Params(ProcedureParams):
+    class Params(DenoiserDecodingParams):
         schedule: Literal["static", "dynamic", "verify"] = "static"
         block_size: int = Field(4, ge=1, le=64, description="B: tokens per local-AR block (paper: 2, 4, 8)")
         entropy_threshold: float = Field(0.5, ge=0, le=100, description="dynamic: tau on the block entropy h(k) (nats)")
@@ -238,15 +237,9 @@ class CoDiLASampler(TextSampler):
                                            description="AR tokens around the soft embeddings ([] = the no-tags ablation)")
         ar_temperature: float = Field(1.0, ge=0, le=100, description="local-AR sampling temperature (0 = greedy)")
         dlm_temperature: float = Field(1.0, ge=0, le=100, description="temperature of the DLM's own proposals (dynamic k=1, verify)")
-        top_p: float = Field(1.0, gt=0, le=1)
         tokens_per_step: int = Field(2, ge=1, le=4096, description="verify: tokens committed per DLM forward")
         verify_penalty: float = Field(0.1, ge=0, le=1, description="verify: confidence factor on AR/DLM disagreement")
         marginals_allow_eos: bool = Field(True, description="EOS keeps its marginal mass (Dream pads answers with EOS)")
-        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the DLM's default, else 256")
-        stop_at_eos: bool = True
-        chat_template: bool = True
-        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
-        shift_logits: bool | None = None
         vocab_limit: int | None = Field(None, ge=1, le=10_000_000, description="DLM vocabulary shared with the AR (Dream: 151667)")
         dlm_role: str = Field("dlm", min_length=1)
         local_ar_role: str = Field("local_ar", min_length=1)
