@@ -329,6 +329,21 @@ def _confidence(probs: torch.Tensor, chosen: torch.Tensor, alg: str) -> torch.Te
     raise ValueError(f"unknown confidence rule {alg!r}; one of {ALGS}")
 
 
+def eos_finished(gen: torch.Tensor, eos_id: int | None, mask_id: int) -> bool:
+    """Whether a generated region ``gen [L]`` is finished: an EOS is committed with no mask before it."""
+    if eos_id is None:
+        return False
+    eos_pos = (gen == eos_id).nonzero()
+    return bool(eos_pos.numel()) and not bool((gen[: int(eos_pos[0])] == mask_id).any())
+
+
+def final_tokens(gen: list[int], eos_id: int | None, mask_id: int) -> list[int]:
+    """The new tokens of a decoded region: cut after the first EOS, else with any leftover masks dropped."""
+    if eos_id is not None and eos_id in gen:
+        return gen[: gen.index(eos_id) + 1]
+    return [t for t in gen if t != mask_id] if mask_id in gen else gen
+
+
 @torch.no_grad()
 def confidence_decode(
     denoiser: MaskedDenoiser,
@@ -378,21 +393,11 @@ def confidence_decode(
             k = min(tokens_per_step, masked.numel())
             pick = conf.topk(k).indices
             x[0, masked[pick]] = chosen[pick]
-            if stop_at_eos and eos_id is not None:
-                gen = x[0, P:]
-                eos_pos = (gen == eos_id).nonzero()
-                if eos_pos.numel() and not bool((gen[: int(eos_pos[0])] == mask).any()):
-                    break
-        if stop_at_eos and eos_id is not None:
-            gen = x[0, P:]
-            eos_pos = (gen == eos_id).nonzero()
-            if eos_pos.numel() and not bool((gen[: int(eos_pos[0])] == mask).any()):
+            if stop_at_eos and eos_finished(x[0, P:], eos_id, mask):
                 break
-    new = x[0, P:].tolist()
-    if eos_id is not None and eos_id in new:
-        new = new[: new.index(eos_id) + 1]
-    else:
-        new = [t for t in new if t != mask] if mask in new else new
+        if stop_at_eos and eos_finished(x[0, P:], eos_id, mask):
+            break
+    new = final_tokens(x[0, P:].tolist(), eos_id, mask)
     return new, {"dlm_forwards": forwards, "new_tokens": len(new)}
 
 

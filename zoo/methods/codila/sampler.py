@@ -28,7 +28,14 @@ import torch
 from pydantic import Field
 
 from zoo.common.discrete import gumbel_max, top_p_filter
-from zoo.common.masked_dlm import DenoiserDecodingParams, MaskedDenoiser, TextSampler, resolve_max_new_tokens
+from zoo.common.masked_dlm import (
+    DenoiserDecodingParams,
+    MaskedDenoiser,
+    TextSampler,
+    eos_finished,
+    final_tokens,
+    resolve_max_new_tokens,
+)
 
 from .core import block_entropy, block_logits, conditioning_probs, decode_block, restrict_marginals, verify_penalise
 
@@ -63,13 +70,6 @@ class DecodeTrace:
     decoded: list[list[int]] = field(default_factory=list)  # positions written per step
     chosen_block: list[int] = field(default_factory=list)  # static: chosen grid block per step
     window: list[list[int]] = field(default_factory=list)  # static: candidate grid blocks per step
-
-
-def _eos_done(gen: torch.Tensor, eos_id: int | None, mask: int) -> bool:
-    if eos_id is None:
-        return False
-    pos = (gen == eos_id).nonzero()
-    return bool(pos.numel()) and not bool((gen[: int(pos[0])] == mask).any())
 
 
 def _proposals(logits: torch.Tensor, mask: int, cfg: DecodeConfig, g: torch.Generator | None):
@@ -177,13 +177,9 @@ def codila_decode(denoiser: MaskedDenoiser, ar: Any, prompt_ids: list[int], gen_
         if trace is not None:
             trace.states.append(x[0, P:].tolist())
             trace.decoded.append(list(written))
-        if cfg.stop_at_eos and _eos_done(x[0, P:], eos_id, mask):
+        if cfg.stop_at_eos and eos_finished(x[0, P:], eos_id, mask):
             break
-    new = x[0, P:].tolist()
-    if eos_id is not None and eos_id in new:
-        new = new[: new.index(eos_id) + 1]
-    else:
-        new = [t for t in new if t != mask] if mask in new else new
+    new = final_tokens(x[0, P:].tolist(), eos_id, mask)
     return new, {"dlm_forwards": dlm_f, "ar_forwards": ar_f, "steps": len(per_step), "new_tokens": len(new),
                  "tokens_per_step": per_step}
 
