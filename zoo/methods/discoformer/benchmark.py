@@ -16,7 +16,7 @@ from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick, write_outputs
 from zoo.common.training import progress
 
-from .evaluation import ESTIMATORS, compare, gaussian_limit, normalisation, symmetry_errors
+from .evaluation import ESTIMATORS, compare, gaussian_limit, normalisation, ood_compare, symmetry_errors
 
 #: paper numbers (relative score MSE, GMM, n = 2^14; method note section 5 [paper-note])
 PAPER = {(2, 16384): {"discoformer": 0.068, "kde": 0.172}, (10, 16384): {"discoformer": 0.0283, "kde": 0.529}}
@@ -31,7 +31,7 @@ def load_model(dim: int) -> Any:
 
 def run(dims: list[int], ns: list[int], tasks: int, n_query: int = 256) -> dict[str, Any]:
     t0 = time.perf_counter()
-    res: dict[str, Any] = {"dims": dims, "ns": ns, "tasks": tasks, "n_query": n_query, "rows": [], "model": {}}
+    res: dict[str, Any] = {"dims": dims, "ns": ns, "tasks": tasks, "n_query": n_query, "rows": [], "model": {}, "ood": []}
     for d in dims:
         model = load_model(d)
         for n in ns:
@@ -42,6 +42,9 @@ def run(dims: list[int], ns: list[int], tasks: int, n_query: int = 256) -> dict[
             **gaussian_limit(model, d, tasks=max(4, tasks // 8)),
             "normalisation": normalisation(model, d, tasks=max(4, tasks // 8)),
         }
+        for law in ("laplace", "student-t"):
+            r = ood_compare(model, d, law, n=256, tasks=max(4, tasks // 4))
+            res["ood"].append({"d": d, "law": law, "n": 256, **r})
     res["seconds"] = time.perf_counter() - t0
     return res
 
@@ -65,6 +68,13 @@ def table(res: dict[str, Any]) -> str:
         z = m["normalisation"]
         lines.append(f"| {d} | {m['rotation_rel_score_mse']:.2e} | {m['rotation_log_density_mse']:.2e} | {m['consistency_rel_mse']:.4f} | "
                      f"{m['rel_score_mse_vs_plugin_gaussian']:.4f} | {statistics.median(z):.3f} ({min(z):.3f}-{max(z):.3f}) |")
+    if res.get("ood"):
+        lines += ["", "laws outside the training family (n = 256; rotated product laws, unit variance; TTT: 4 GD steps, lr 1e-4)",
+                  "| d | law | DiScoFormer | DiScoFormer + TTT | KDE (Scott) | log-density MSE: DSF / +TTT / KDE |", "|---:|---|---:|---:|---:|---|"]
+        for r in res["ood"]:
+            lines.append(f"| {r['d']} | {r['law']} | {r['discoformer']['rel_score_mse']:.4f} | {r['discoformer+ttt']['rel_score_mse']:.4f} | "
+                         f"{r['kde']['rel_score_mse']:.4f} | {r['discoformer']['log_density_mse']:.4f} / {r['discoformer+ttt']['log_density_mse']:.4f} / "
+                         f"{r['kde']['log_density_mse']:.4f} |")
     return "\n".join(lines)
 
 

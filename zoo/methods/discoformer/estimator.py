@@ -22,6 +22,7 @@ from registry.outputs import ProcedureOutput
 
 from .data import random_gmm
 from .kde import kde_log_density_score, sd_kde
+from .model import test_time_train
 
 __all__ = ["DensityScoreOutput", "DiScoFormerEstimator", "KDEEstimator", "SDKDEEstimator", "estimate_errors"]
 
@@ -96,10 +97,14 @@ class _Estimator(Procedure):
 
 class DiScoFormerEstimator(_Estimator):
     """DiScoFormer (arXiv 2511.05924): one forward pass of the trained set transformer (role ``estimator``),
-    in the model's dtype (float32 weights; float64 if the pipeline was loaded with ``dtype=float64``)."""
+    in the model's dtype (float32 weights; float64 if the pipeline was loaded with ``dtype=float64``).
+    ``ttt_steps > 0``: first adapt a private copy to the context by test-time training
+    (:func:`zoo.methods.discoformer.model.test_time_train`); the cached model is never changed."""
 
     class Params(ProcedureParams):
         max_query_chunk: int = Field(4096, ge=1, le=1_000_000, description="queries per forward pass (memory; results do not depend on it)")
+        ttt_steps: int = Field(0, ge=0, le=100, description="test-time-training steps on the consistency loss of the context (paper: 4)")
+        ttt_lr: float = Field(1e-4, gt=0, le=1.0, description="gradient-descent step size of test-time training")
 
     def dim(self) -> int:
         return int(self.models["estimator"].dim)
@@ -108,7 +113,16 @@ class DiScoFormerEstimator(_Estimator):
         model = self.models["estimator"]
         p = next(model.parameters())
         X, Y = X.to(p.dtype).to(p.device), Y.to(p.dtype).to(p.device)
-        parts = [model(X, Y[..., i:i + self.params.max_query_chunk, :]) for i in range(0, Y.shape[-2], self.params.max_query_chunk)]
+        if self.params.ttt_steps and X.ndim == 3:  # one adapted copy per task
+            outs = [self._forward(test_time_train(model, X[b], self.params.ttt_steps, self.params.ttt_lr)[0], X[b], Y[b]) for b in range(X.shape[0])]
+            return torch.stack([a for a, _ in outs]), torch.stack([b for _, b in outs])
+        if self.params.ttt_steps:
+            model = test_time_train(model, X, self.params.ttt_steps, self.params.ttt_lr)[0]
+        return self._forward(model, X, Y)
+
+    def _forward(self, model: Any, X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        c = self.params.max_query_chunk
+        parts = [model(X, Y[..., i:i + c, :]) for i in range(0, Y.shape[-2], c)]
         return torch.cat([a for a, _ in parts], -1), torch.cat([b for _, b in parts], -2)
 
 

@@ -10,10 +10,13 @@
   ``sum |S - grad_y T|^2 / sum |S|^2`` (not exact for the two-head design).
 * :func:`gaussian_limit` -- on a Gaussian context, distance to the plug-in Gaussian ``N(mu_hat, Sigma_hat)``.
 * :func:`normalisation` -- ``int exp(T)`` by grid quadrature (d = 1, 2): not enforced by MSE training.
+* :func:`ood_compare` -- laws outside the training family (rotated product Laplace / Student-t), with and without
+  test-time training.
 The held-out mixtures use seeds disjoint from training (the training generator is seeded 0 and advanced).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable
 
 import torch
@@ -23,7 +26,7 @@ from zoo.common.toys2d import random_rotation
 from .data import random_gmm
 from .kde import kde_log_density_score, sd_kde
 
-__all__ = ["ESTIMATORS", "compare", "symmetry_errors", "gaussian_limit", "normalisation", "EVAL_SEED"]
+__all__ = ["ESTIMATORS", "compare", "symmetry_errors", "gaussian_limit", "normalisation", "product_law", "ood_compare", "EVAL_SEED"]
 
 #: held-out mixtures: seed of the evaluation generator (training uses seed 0 and never reaches these draws)
 EVAL_SEED = 10_007
@@ -136,3 +139,58 @@ def normalisation(model: torch.nn.Module, dim: int, n: int = 256, tasks: int = 8
         cell = float(torch.prod((hi - lo) / grid))
         out.append(float(T.exp().sum()) * cell)
     return out
+
+
+def product_law(kind: str, dim: int, generator: torch.Generator) -> tuple[Any, Any, Any]:
+    """A non-Gaussian-mixture law (not seen in training): ``x = R z`` with a Haar rotation ``R`` and i.i.d.
+    unit-variance coordinates ``z`` -- ``laplace`` (b = 1/sqrt 2) or ``student-t`` (nu = 5, scaled). Returns
+    ``(sample(n, g), log_prob(x), score(x))`` with exact log-density and score."""
+    R = random_rotation(dim, generator) if dim > 1 else torch.ones(1, 1, dtype=torch.float64)
+    if kind == "laplace":
+        b = 1 / math.sqrt(2)
+
+        def draw(n: int, g: torch.Generator) -> torch.Tensor:
+            u = torch.rand(n, dim, dtype=torch.float64, generator=g) - 0.5
+            return -b * torch.sign(u) * torch.log1p(-2 * u.abs())
+
+        logg = lambda z: (-z.abs() / b - math.log(2 * b)).sum(-1)  # noqa: E731
+        dlogg = lambda z: -torch.sign(z) / b  # noqa: E731
+    elif kind == "student-t":
+        nu = 5.0
+        c = math.sqrt((nu - 2) / nu)  # z = c t has unit variance
+
+        def draw(n: int, g: torch.Generator) -> torch.Tensor:
+            t = torch.randn(n, dim, dtype=torch.float64, generator=g)
+            chi2 = (torch.randn(n, dim, int(nu), dtype=torch.float64, generator=g) ** 2).sum(-1)
+            return c * t / torch.sqrt(chi2 / nu)
+
+        const = math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2) - 0.5 * math.log(nu * math.pi) - math.log(c)
+        logg = lambda z: (const - (nu + 1) / 2 * torch.log1p((z / c) ** 2 / nu)).sum(-1)  # noqa: E731
+        dlogg = lambda z: -(nu + 1) * (z / c) / (nu + (z / c) ** 2) / c  # noqa: E731
+    else:
+        raise ValueError(f"unknown law {kind!r}; have laplace, student-t")
+    return (lambda n, g: draw(n, g) @ R.T), (lambda x: logg(x @ R)), (lambda x: dlogg(x @ R) @ R.T)
+
+
+def ood_compare(model: torch.nn.Module, dim: int, kind: str, n: int = 256, tasks: int = 16, n_query: int = 256,
+                ttt_steps: int = 4, ttt_lr: float = 1e-4, seed: int = EVAL_SEED + 4) -> dict[str, dict[str, float]]:
+    """Relative score MSE and log-density MSE on a law outside the training family (:func:`product_law`) for
+    DiScoFormer, DiScoFormer after ``ttt_steps`` of test-time training, and the Scott-rule KDE."""
+    from .model import test_time_train
+
+    g = torch.Generator().manual_seed(seed + dim)
+    p = next(model.parameters())
+    num = {e: 0.0 for e in ("discoformer", "discoformer+ttt", "kde")}
+    dens = dict(num)
+    den = 0.0
+    for _ in range(tasks):
+        draw, logp, score = product_law(kind, dim, g)
+        X, Y = draw(n, g), draw(n_query, g)
+        lf, sc = logp(Y), score(Y)
+        den += float((sc**2).sum())
+        adapted = test_time_train(model, X.to(p.dtype), ttt_steps, ttt_lr)[0]
+        for e, fn in (("discoformer", _model_fn(model)), ("discoformer+ttt", _model_fn(adapted)), ("kde", kde_log_density_score)):
+            T, S = fn(X, Y)
+            num[e] += float(((S - sc) ** 2).sum())
+            dens[e] += float(((T - lf) ** 2).sum())
+    return {e: {"rel_score_mse": num[e] / den, "log_density_mse": dens[e] / (tasks * n_query)} for e in num}

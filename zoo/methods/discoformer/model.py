@@ -35,7 +35,7 @@ from registry.contract import FactoryParams, factory
 from .attention import CrossAttention
 from .kde import LOG_2PI, whiten
 
-__all__ = ["DiScoFormer", "DiScoFormerConfig", "build_discoformer"]
+__all__ = ["DiScoFormer", "DiScoFormerConfig", "build_discoformer", "consistency_loss", "test_time_train"]
 
 
 class _FFN(nn.Sequential):
@@ -134,3 +134,38 @@ def build_discoformer(**config: Annotated[object, "validated by DiScoFormerConfi
 def parameter_count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
+
+
+def consistency_loss(model: DiScoFormer, X: torch.Tensor) -> torch.Tensor:
+    """The label-free test-time-training loss of the paper (method note section 4.2):
+    ``L_con = (1/n) sum_i |S(C, Q)_i - grad_{q_i} T(C, Q)_i|^2`` with ``C = stopgrad(X)``, ``Q = X``."""
+    C = X.detach()
+    Q = X.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        T, S = model(C, Q)
+        (gT,) = torch.autograd.grad(T.sum(), Q, create_graph=True)
+        return ((S - gT) ** 2).sum(-1).mean()
+
+
+def test_time_train(model: DiScoFormer, X: torch.Tensor, steps: int = 4, lr: float = 1e-4) -> tuple[DiScoFormer, list[float]]:
+    """A private copy of ``model`` after ``steps`` plain gradient-descent steps on :func:`consistency_loss` of the
+    context ``X`` (n, d) (TTT; the paper uses 4 steps, its optimiser is not in the public notes [inferred: plain
+    GD, so a small ``lr`` decreases the loss monotonically]). Returns the copy and the loss before each step
+    and after the last. The input model is never changed."""
+    import copy
+
+    m = copy.deepcopy(model)
+    m.requires_grad_(True)
+    params = [p for p in m.parameters()]
+    losses = []
+    for _ in range(steps):
+        loss = consistency_loss(m, X)
+        losses.append(loss.item())
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                if g is not None:
+                    p.sub_(lr * g)
+    losses.append(consistency_loss(m, X).item())
+    m.requires_grad_(False)
+    return m, losses
