@@ -517,11 +517,13 @@ class Pipeline:
     @property
     def native(self) -> Any:
         """The library object users already know for the default procedure (e.g. a diffusers
-        pipeline with the method's scheduler installed), from the procedure's ``native()``; the
-        same built models, nothing reloaded. One-line :class:`RunError` when it has none."""
+        pipeline with the method's scheduler installed, a transformers model's ``generate()`` with the
+        method's cache and logits processors), from the procedure's ``native()`` contract hook
+        (:meth:`registry.contract.Procedure.native`); the same built models, nothing reloaded.
+        One-line :class:`RunError` when it has none."""
         make = getattr(self.procedure, "native", None)
         if make is None:
-            raise RunError(f"{self.spec.name} ({self.default}) has no native pipeline", Location(self.file))
+            raise RunError(f"{self.spec.name} ({self.default}) has no native library object", Location(self.file))
         return self._guard(make)
 
     def __repr__(self) -> str:

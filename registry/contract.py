@@ -144,6 +144,14 @@ class Procedure:
             memo[key] = clone
         return clone
 
+    def native(self) -> Any:
+        """The library object users already know for this procedure, on the same built models, whose
+        result equals this procedure's for the same seed (e.g. a diffusers pipeline with the method's
+        scheduler installed, or a transformers model's ``generate()`` with the method's cache and logits
+        processors); ``pipe.native`` returns the default procedure's. Override it where one exists; the
+        default has none (a ``ValueError``, one line through ``pipe.native``)."""
+        raise ValueError(f"{type(self).__name__} has no native library object")
+
     def run_cli(self, inputs: BaseModel | None, seed: int) -> str:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""
         result = self(seed=seed, **self.example_inputs(1))

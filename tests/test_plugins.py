@@ -46,6 +46,17 @@ def test_zoo_new_scaffold_passes_zoo_check_as_generated(template: str, name: str
     assert " 0 failed, 0 skipped" in out and "invariant[" in out and "metric[" in out
     assert main(["run", spec]) == 0
     assert "mean" in capsys.readouterr().out
+    # the generated procedure follows the project's output rule: a typed ProcedureOutput dataclass
+    import dataclasses
+
+    import zoo
+    from registry.outputs import ProcedureOutput
+
+    out = zoo.load(spec)(seed=0)
+    assert isinstance(out, ProcedureOutput) and dataclasses.is_dataclass(out), type(out)
+    fields = [f.name for f in dataclasses.fields(out)]
+    assert list(out.keys()) == fields and out.to_tuple() == tuple(getattr(out, f) for f in fields)
+    assert all(f"``{f}``" in (type(out).__doc__ or "") for f in fields)  # each field documented
 
 
 def test_zoo_new_refuses_bad_names_and_existing_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,12 +80,17 @@ def uniform(shape, generator: torch.Generator | None, device) -> torch.Tensor:
     return torch.rand(shape, generator=generator, dtype=torch.float64, device=gdev).to(device)
 
 
-def gumbel_max(logits: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One sample per row of softmax(logits) by the Gumbel-max trick (noise in float64, as LLaDA)."""
-    u = uniform(logits.shape, generator, logits.device)
+def gumbel_noise(shape, generator: torch.Generator | None, device) -> torch.Tensor:
+    """float64 Gumbel(0, 1) noise ``-log(-log u)`` from :func:`uniform` draws."""
+    u = uniform(shape, generator, device)
     e = -torch.log(u.clamp_min(1e-300))  # Exp(1)
-    g = -torch.log(e.clamp_min(1e-300))  # Gumbel(0, 1)
-    return (logits.double() + g).argmax(-1)
+    return -torch.log(e.clamp_min(1e-300))  # Gumbel(0, 1)
+
+
+def gumbel_max(logits: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One sample per row of softmax(logits) by the Gumbel-max trick (noise in float64, as LLaDA):
+    ``argmax(logits + G)`` with ``G = gumbel_noise(logits.shape)``."""
+    return (logits.double() + gumbel_noise(logits.shape, generator, logits.device)).argmax(-1)
 
 
 def categorical(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

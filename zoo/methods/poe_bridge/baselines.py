@@ -10,7 +10,7 @@ from pydantic import Field
 from registry.contract import ProcedureParams
 from zoo.common.ar_cache import CacheFactory, ar_forward, cache_kwarg, new_cache
 from zoo.common.discrete import gumbel_max, top_p_filter
-from zoo.common.masked_dlm import TextSampler, resolve_max_new_tokens
+from zoo.common.masked_dlm import TextSampler, eos_of, resolve_max_new_tokens
 
 
 class ARDecoding(TextSampler):
@@ -32,6 +32,21 @@ class ARDecoding(TextSampler):
 
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target]
+
+    def native(self) -> Any:
+        """The target's own ``generate()`` decoding as this sampler does (an
+        :class:`~zoo.methods.poe_bridge.native.ARGenerate` on the built target, with this sampler's
+        ``cache_factory`` and, at ``temperature > 0``, its temperature/top-p and seeded Gumbel-max as
+        logits processors): ``native(input_ids, seed=s)[:, len(prompt):]`` are the tokens of
+        ``self(input_ids=..., seed=s).token_ids``. Only for a transformers model (one with ``generate``)."""
+        from .native import ARGenerate
+
+        if not callable(getattr(self.target, "generate", None)):
+            raise ValueError(f"ARDecoding: no native generate() for a non-transformers target ({type(self.target).__name__})")
+        p = self.params
+        return ARGenerate(self.target, temperature=p.temperature, top_p=p.top_p,
+                          max_new_tokens=resolve_max_new_tokens(p.max_new_tokens, self.target),
+                          eos_token_id=eos_of(self.tokenizer(), self.target), cache_factory=self.cache_factory)
 
     @torch.no_grad()
     def generate_row(self, prompt_ids: list[int], g: torch.Generator, eos: int | None):

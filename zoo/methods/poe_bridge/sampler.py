@@ -121,6 +121,13 @@ class PoEBridgeSampler(TextSampler):
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target, self.proposal]  # the AR target's tokenizer (Dream's is remote code)
 
+    def native(self) -> Any:
+        """None: ``generate()`` cannot run PoE-Bridge (its drafts come from the masked-diffusion proposal
+        and are verified in lanes); the AR target alone decodes natively through ``ar-decoding``'s
+        ``pipe.native`` (:class:`~zoo.methods.poe_bridge.native.ARGenerate`)."""
+        raise ValueError("PoE-Bridge has no native transformers generate() (its drafts come from the masked-diffusion "
+                         "proposal); the AR target alone: ar-decoding's pipe.native")
+
     def _vocab(self, dlm_vocab: int) -> int:
         """The shared vocabulary prefix: ``vocab_limit`` or the smaller of the two models' vocabularies."""
         ar_vocab = getattr(getattr(self.target, "config", None), "vocab_size", None) or dlm_vocab
