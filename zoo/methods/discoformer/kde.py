@@ -15,8 +15,9 @@ Notation: context ``X`` ``(..., n, d)`` (samples of an unknown law ``f``), queri
   ``h = n^{-1/(d+4)}`` this is scipy's ``gaussian_kde`` default (the "Scott-rule KDE" of the paper's tables).
 * Score-debiased KDE (SD-KDE): move every sample by half a kernel covariance along a score estimate,
   ``x_j' = x_j + (h^2/2) S s(x_j)``, then KDE with the same kernel; the O(h^2) bias becomes O(h^4), so the
-  bandwidth shrinks at the rate ``n^{-1/(d+8)}`` (Epstein et al., "Score-Debiased Kernel Density
-  Estimation", arXiv 2504.19084, as summarised in the method note section 5 [paper-note]). The score
+  bandwidth shrinks at the rate ``n^{-1/(d+8)}`` (Epstein et al., "SD-KDE: Score-Debiased Kernel Density
+  Estimation", https://arxiv.org/abs/2504.19084: one step ``x + (h^2/2) s(x)``, MISE ``O(n^{-8/(d+8)})`` with an
+  exact score; the bandwidth *constant* 1, in units of the data covariance, is ours, not theirs). The score
   ``s`` may be the KDE's own (pilot, Scott bandwidth), an oracle (the true score) or DiScoFormer's.
 * Attention = KDE (Props 3.3-3.6): token embedding ``e(z) = [z, 0_d, |z|^2]`` (width ``2d + 1``);
   query map ``q_i = [y_i / h^2, -1 / (2h^2)]`` (weights + bias), key map ``k_j = [x_j, |x_j|^2]``, value map
