@@ -193,3 +193,15 @@ def test_test_time_training_decreases_consistency_and_leaves_the_cached_model_al
     adapted = pipe(context=X, queries=Y, ttt_steps=2, ttt_lr=1e-3)
     assert not torch.allclose(plain.score, adapted.score)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_discoformer_score_drives_an_ou_particle_flow_to_the_exact_law() -> None:
+    """Plug-in use (method note section 6): particles moved by dx/dt = -x - S(X, X) from a Gaussian track the exact
+    Ornstein-Uhlenbeck law N(m_t, S_t): with DiScoFormer's score the final covariance is within 3% of S_1 (sampling
+    noise at t = 0 is 13%), while the Scott-KDE score (kernel smoothing inflates the estimated spread) misses by > 10%."""
+    from zoo.methods.discoformer.evaluation import _model_fn, ou_particle_flow
+
+    model = zoo.load("discoformer").models["estimator"]
+    dsf = ou_particle_flow(_model_fn(model), 2)
+    kde = ou_particle_flow(kde_log_density_score, 2)
+    assert dsf["cov_err"] < 0.03 and kde["cov_err"] > 0.1 and dsf["mean_err"] < 0.03
