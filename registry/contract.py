@@ -137,12 +137,17 @@ class Procedure:
         models = self.models
         if self.mutates_models:
             models = private_copies(models)
-        clone = type(self)(models=models, params=params, device=self.device, dtype=self.dtype)
+        clone = type(self)(models=models, params=params, device=self.device, dtype=self.dtype, **self.clone_kwargs())
         if key is not None:
             if len(memo) >= 8:
                 memo.pop(next(iter(memo)))
             memo[key] = clone
         return clone
+
+    def clone_kwargs(self) -> dict[str, Any]:
+        """Extra constructor keywords a subclass takes beyond models/params/device/dtype (e.g. a
+        caller-supplied cache factory), carried over to the procedures :meth:`with_params` makes."""
+        return {}
 
     def native(self) -> Any:
         """The library object users already know for this procedure, on the same built models, whose

@@ -256,6 +256,10 @@ def test_cache_factory_supplies_the_ar_cache(toy):
         assert len(made) == 1
         fwd = counted.stats[0]["ar_forwards"]
         assert made[0].updates == n_layers * fwd > 0
+        # a per-call parameter override re-makes the procedure and must keep the caller's cache factory
+        made.clear()
+        cls(models=models, params=cls.Params(), cache_factory=factory).with_params(max_new_tokens=20)("512+489=", seed=2)
+        assert len(made) == 1 and made[0].updates > 0
 
 
 # ----------------------------------------------------------------------------- tokenizers
@@ -276,3 +280,23 @@ def test_symbol_tokenizer_round_trip_and_errors():
     arith = ArithTokenizer()
     assert arith.vocab == ["<pad>", "<bos>", "<eos>", "<mask>", *"0123456789+=;>"]  # the shipped checkpoints' ids
     assert arith.encode("What is 17+23?") == [1] + arith.encode_raw("017+023=")
+
+
+def test_a_model_folder_without_tokenizer_files_gives_no_tokenizer(tmp_path):
+    """A local checkpoint saved without tokenizer files has no tokenizer (``find_tokenizer`` raises, the
+    sampler falls back to the config's EOS) instead of an empty one ``AutoTokenizer`` would invent, whose
+    EOS id 0 would stop decoding at the wrong token."""
+    from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    from zoo.common.masked_dlm import eos_of, find_tokenizer
+    from zoo.methods.poe_bridge import ARDecoding
+
+    cfg = Qwen2Config(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      num_key_value_heads=1, eos_token_id=5, bos_token_id=1)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(cfg).save_pretrained(tmp_path / "m")
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "m")
+    with pytest.raises(ValueError, match="no tokenizer"):
+        find_tokenizer(model)
+    sampler = ARDecoding(models={"target": model}, params=ARDecoding.Params(max_new_tokens=4))
+    assert sampler.tokenizer() is None and eos_of(sampler.tokenizer(), model) == 5

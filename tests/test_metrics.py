@@ -81,6 +81,14 @@ def test_builtin_specs_keep_settings_out_of_metric_names() -> None:
     assert not bad, bad
 
 
+def test_builtin_paper_numbers_measured_on_the_papers_own_data_are_paired() -> None:
+    """Where the zoo re-measures a paper's number on the paper's own data (the SAE authors' synthetic
+    demo), the reported and reproduced metrics pair, so `zoo metrics` shows them side by side."""
+    rows = metrics_store.rows(zoo.spec("sae-feature-death"), measured={})
+    paired = {(r.name, r.dataset) for r in rows if r.paired}
+    assert {("demo-init-dead-total", "authors-synthetic-demo"), ("demo-init-dead-relu", "authors-synthetic-demo")} <= paired
+
+
 def test_builtin_metric_commands_work_from_a_wheel() -> None:
     """A metric's `command:` must run for a user who installed the wheel: `zoo check` / `zoo bench`,
     not a checkout's tools/ script."""

@@ -34,7 +34,7 @@ hardware: {local: {accelerator: cpu}}
 """
 
 PROMPTS = [[1, 5, 6, 7, 8], [1, 9, 10, 11, 12]]  # equal lengths: generate() runs them as one batch, unpadded
-SEEDS = (1, 3, 4)  # seeds whose sampled rows run all 12 tokens (id 0, the zoo's EOS here, is drawn first at seed 0 and 2)
+SEEDS = (0, 3, 5)  # seeds whose sampled rows run all 12 tokens (EOS, id 2 from the config: the folder has no tokenizer)
 
 
 def _save_tiny(path: Path, **generation: Any) -> None:

@@ -15,10 +15,8 @@ same byte for byte on every run (``--check`` verifies it against the shipped fil
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,59 +26,39 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from zoo.common.masked_dlm import mask_tokens, masked_diffusion_loss  # noqa: E402
-from zoo.common.toy_text import ArithTokenizer, eval_problems, solution  # noqa: E402
+from zoo.common.toy_text import ArithTokenizer, eval_problems, training_batch  # noqa: E402
+from zoo.common.training import add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint  # noqa: E402
 from zoo.methods.poe_bridge.toy import TOY_MAX_NEW_TOKENS, build_dlm_qwen2  # noqa: E402
 
 OUT_NAME = "poe-bridge-dlm-qwen2.safetensors"
 
 
-def answer_batch(tok: ArithTokenizer, n: int, g: torch.Generator, digits: int, banned: set[tuple[int, int]]):
-    """``[n, P + 40]`` token rows: canonical prompt, step-by-step answer, EOS padding; and ``P``."""
-    lim = 10**digits
-    rows = []
-    while len(rows) < n:
-        a, b = (int(v) for v in torch.randint(0, lim, (2,), generator=g))
-        if (a, b) in banned:
-            continue
-        ans = tok.encode_raw(solution(a, b, digits)) + [tok.eos_token_id]
-        prompt = tok.encode(f"{a}+{b}")
-        rows.append(prompt + ans + [tok.eos_token_id] * (TOY_MAX_NEW_TOKENS - len(ans)))
-    return torch.tensor(rows), len(prompt)
-
-
 def train(steps: int, bs: int, lr: float, digits: int, seed: int) -> torch.nn.Module:
-    from tqdm import tqdm
-
     tok = ArithTokenizer(digits)
     banned = {(e.a, e.b) for e in eval_problems(256, digits)}
     model = build_dlm_qwen2(digits=digits).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
+    opt, sched = adamw_one_cycle(model.parameters(), lr, steps, pct_start=0.1, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed)
     eps = 1e-3
-    for step in (bar := tqdm(range(steps), desc="DLM (Qwen2, bidirectional)", mininterval=2)):
-        x, P = answer_batch(tok, bs, g, digits, banned)
+    for step in (bar := progress(range(steps), desc="DLM (Qwen2, bidirectional)")):
+        x, P = training_batch(tok, bs, g, digits, banned, TOY_MAX_NEW_TOKENS)
         t = torch.rand(bs, 1, generator=g) * (1 - eps) + eps
         xt, masked = mask_tokens(x, t, tok.mask_token_id, g, keep_prefix=P)
         loss = masked_diffusion_loss(model(input_ids=xt).logits, x, masked, t, "elbo", normalizer=bs * TOY_MAX_NEW_TOKENS)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        optimizer_step(model, opt, sched, loss, clip=1.0)
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
     return model.eval()
 
 
-def save(model: torch.nn.Module, path: Path) -> str:
-    """safetensors of the full state dict (the tied head included, so the zoo loader reads it strictly) and its sha256."""
-    from safetensors.torch import save_file
-
-    sd = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(sd, str(path))
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def train_to(args: argparse.Namespace, out: Path) -> dict[str, Path]:
+    """Train and save the full state dict (the tied head included, so the zoo loader reads it strictly)."""
+    torch.manual_seed(args.seed)
+    t0 = time.time()
+    model = train(args.steps, args.batch_size, args.lr, args.digits, args.seed)
+    h = save_checkpoint(model, out / OUT_NAME, quiet=True)
+    print(f"DLM {time.time() - t0:6.1f}s  {OUT_NAME}  sha256 {h}")
+    return {OUT_NAME: out / OUT_NAME}
 
 
 def main() -> None:
@@ -91,19 +69,11 @@ def main() -> None:
     ap.add_argument("--digits", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
-    ap.add_argument("--check", action="store_true", help="train into a temporary folder and compare with the shipped file")
+    add_check_argument(ap)
     args = ap.parse_args()
-    torch.manual_seed(args.seed)
-    t0 = time.time()
-    model = train(args.steps, args.batch_size, args.lr, args.digits, args.seed)
     if args.check:
-        with tempfile.TemporaryDirectory() as d:
-            h = save(model, Path(d) / OUT_NAME)
-        shipped = hashlib.sha256((args.out / OUT_NAME).read_bytes()).hexdigest()
-        print(f"re-trained sha256 {h}\nshipped    sha256 {shipped}\n{'IDENTICAL' if h == shipped else 'DIFFERENT'}")
-        sys.exit(0 if h == shipped else 1)
-    h = save(model, args.out / OUT_NAME)
-    print(f"DLM {time.time() - t0:6.1f}s  {OUT_NAME}  sha256 {h}")
+        raise SystemExit(0 if check_reproduces(lambda d: train_to(args, d), {OUT_NAME: args.out / OUT_NAME}) else 1)
+    train_to(args, args.out)
 
 
 if __name__ == "__main__":

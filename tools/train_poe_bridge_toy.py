@@ -27,27 +27,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zoo.common.toy_text import ArithTokenizer, eval_problems, solution  # noqa: E402
+from zoo.common.toy_text import ArithTokenizer, eval_problems, training_batch  # noqa: E402
 from zoo.common.training import add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint  # noqa: E402
 from zoo.methods.poe_bridge.toy import build_ar, build_dlm  # noqa: E402
 
 MAX_NEW = 40
-
-
-def batch(tok: ArithTokenizer, n: int, g: torch.Generator, digits: int, banned: set[tuple[int, int]]):
-    """Token matrix ``[n, P + MAX_NEW]`` (prompt, answer, EOS, EOS padding) and the prompt length."""
-    lim = 10**digits
-    rows = []
-    while len(rows) < n:
-        a, b = (int(v) for v in torch.randint(0, lim, (2,), generator=g))
-        if (a, b) in banned:
-            continue
-        prompt = tok.encode(f"{a}+{b}")
-        ans = tok.encode_raw(solution(a, b, digits)) + [tok.eos_token_id]
-        ans = ans + [tok.eos_token_id] * (MAX_NEW - len(ans))
-        rows.append(prompt + ans)
-    x = torch.tensor(rows)
-    return x, len(prompt)
 
 
 def train_ar(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> torch.nn.Module:
@@ -57,7 +41,7 @@ def train_ar(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> 
     g = torch.Generator().manual_seed(seed)
     n_ans = 9 * digits + digits + 3  # answer + first EOS
     for step in (bar := progress(range(steps), desc="AR")):
-        x, P = batch(tok, bs, g, digits, banned)
+        x, P = training_batch(tok, bs, g, digits, banned, MAX_NEW)
         x = x[:, : P + n_ans]
         logits = model(input_ids=x[:, :-1]).logits
         tgt = x[:, 1:].clone()
@@ -81,7 +65,7 @@ def train_dlm(steps: int, bs: int, lr: float, digits: int, seed: int, banned) ->
     g = torch.Generator().manual_seed(seed + 1)
     eps = 1e-3
     for step in (bar := progress(range(steps), desc="DLM")):
-        x, P = batch(tok, bs, g, digits, banned)
+        x, P = training_batch(tok, bs, g, digits, banned, MAX_NEW)
         t = torch.rand(bs, 1, generator=g) * (1 - eps) + eps
         m = torch.rand(x.shape, generator=g) < t
         m[:, :P] = False

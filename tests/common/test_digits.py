@@ -95,3 +95,19 @@ def test_shipped_dit_samples_are_recognised():
     labels = torch.arange(10).repeat_interleave(20)
     x = D.sample_digits(m, labels, 50, "ddim", seed=0)
     assert D.digits_classifier().accuracy(x, labels) >= 0.8
+
+
+def test_digits_dit_is_a_spec_buildable_factory_with_the_shipped_weights():
+    """A spec can name the shared DiT (``source: zoo``, ``factory: zoo.common.digits:build_digits_dit``, the
+    shipped weights + sha256): the engine's strict, hash-checked load gives the same weights as
+    :func:`load_digits_dit`; an out-of-range config is refused by the factory's params model."""
+    from registry.build import build_model
+    from registry.errors import ParamError
+    from registry.spec import ZooSource
+
+    src = dict(source="zoo", factory="zoo.common.digits:build_digits_dit", weights="weights/digits-dit.safetensors", sha256=D.DIGITS_DIT_SHA256)
+    built = build_model(ZooSource(**src), spec_dir=D.DIGITS_DIT_WEIGHTS.parents[1])
+    ref = D.load_digits_dit().state_dict()
+    assert all(torch.equal(v, ref[k]) for k, v in built.state_dict().items()) and built.state_dict().keys() == ref.keys()
+    with pytest.raises(ParamError, match="num_layers"):
+        build_model(ZooSource(**{**src, "config": {"num_layers": 10_000}}), spec_dir=D.DIGITS_DIT_WEIGHTS.parents[1])

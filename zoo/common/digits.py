@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import Field
+
+from registry.contract import FactoryParams, factory
 
 __all__ = [
     "digits_images", "DigitsSplit", "digits_split", "to_pixels", "DigitsClassifier", "digits_classifier", "classifier_accuracy",
@@ -145,8 +148,24 @@ def frechet_distance(a: torch.Tensor, b: torch.Tensor | None = None, n_component
 
 
 # ----------------------------------------------------------------------------- the tiny class-conditional DiT
+class DigitsDiTConfig(FactoryParams):
+    """``config`` of :func:`build_digits_dit` in a spec: overrides of :data:`DIGITS_DIT`, bounded."""
+
+    num_attention_heads: int = Field(2, ge=1, le=16)
+    attention_head_dim: int = Field(32, ge=1, le=128)
+    in_channels: int = Field(1, ge=1, le=8)
+    out_channels: int = Field(1, ge=1, le=16)
+    num_layers: int = Field(2, ge=1, le=12)
+    sample_size: int = Field(8, ge=2, le=64)
+    patch_size: int = Field(2, ge=1, le=8)
+    num_embeds_ada_norm: int = Field(NUM_CLASSES, ge=1, le=1000)
+
+
+@factory(params=DigitsDiTConfig)
 def build_digits_dit(**overrides: Any):
-    """The digits DiT architecture (random init; :func:`load_digits_dit` loads the shipped weights)."""
+    """The digits DiT architecture (random init). A spec names it as a ``source: zoo`` factory with
+    ``weights: weights/digits-dit.safetensors`` and the sha256 (the engine loads strictly);
+    :func:`load_digits_dit` does the same in Python."""
     from diffusers import DiTTransformer2DModel
 
     return DiTTransformer2DModel(**{**DIGITS_DIT, **overrides}).eval()

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -82,6 +83,10 @@ def shift_by_one(logits: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- text helpers
+#: files one of which a local model folder must have for its tokenizer to be loaded from it
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
+
+
 def find_tokenizer(*models: Any) -> Any:
     """The tokenizer attached by a zoo factory (``model.zoo_tokenizer``), else ``AutoTokenizer`` from the
     first model's ``name_or_path`` (local files only: nothing is downloaded)."""
@@ -91,6 +96,8 @@ def find_tokenizer(*models: Any) -> Any:
             return tok
     for m in models:
         path = getattr(getattr(m, "config", None), "_name_or_path", None) or getattr(m, "name_or_path", None)
+        if path and Path(path).is_dir() and not any((Path(path) / f).exists() for f in TOKENIZER_FILES):
+            continue  # a local model folder without tokenizer files: AutoTokenizer would invent an empty one
         if path:
             from transformers import AutoTokenizer
 

@@ -163,3 +163,23 @@ EVAL_SEED = 20260601
 
 def eval_problems(n: int = 64, digits: int = 3) -> list[ToyExample]:
     return sample_problems(n, EVAL_SEED, digits)
+
+
+def training_batch(tok: ArithTokenizer, n: int, generator: "torch.Generator", digits: int, banned: set[tuple[int, int]],
+                   max_new_tokens: int = 40) -> tuple["torch.Tensor", int]:
+    """A training batch for the addition task: ``[n, P + max_new_tokens]`` token rows (prompt, step-by-step
+    answer, EOS, EOS padding as in LLaDA's SFT) and the prompt length ``P``. Operand pairs come from
+    ``torch.randint(0, 10**digits, (2,), generator=generator)``; pairs in ``banned`` (the held-out
+    :func:`eval_problems`) are redrawn. The draw order is the one the shipped toy checkpoints were trained with."""
+    import torch
+
+    lim = 10**digits
+    rows = []
+    while len(rows) < n:
+        a, b = (int(v) for v in torch.randint(0, lim, (2,), generator=generator))
+        if (a, b) in banned:
+            continue
+        prompt = tok.encode(f"{a}+{b}")
+        ans = tok.encode_raw(solution(a, b, digits)) + [tok.eos_token_id]
+        rows.append(prompt + ans + [tok.eos_token_id] * (max_new_tokens - len(ans)))
+    return torch.tensor(rows), len(prompt)

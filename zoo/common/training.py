@@ -154,4 +154,7 @@ def check_reproduces(train_to: Callable[[Path], Mapping[str, Path]], shipped: Ma
             same = new == old
             ok &= same
             print(f"{'OK  ' if same else 'FAIL'} {name}: re-run sha256 {new} {'==' if same else '!='} shipped {old}")
+    if not ok:  # the usual cause: another CPU kernel dispatch (e.g. AVX2 vs AVX512) rounds differently
+        print(f"note: digests depend on torch's CPU kernels (this machine: torch {torch.__version__}, "
+              f"{torch.backends.cpu.get_cpu_capability()}); the shipped files were made with torch 2.14.1 on AVX512")
     return ok

@@ -30,6 +30,9 @@ class ARDecoding(TextSampler):
         self._kw = cache_kwarg(self.target)
         self.cache_factory = cache_factory
 
+    def clone_kwargs(self) -> dict[str, Any]:
+        return {"cache_factory": self.cache_factory}  # a per-call override keeps the caller's cache
+
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target]
 

@@ -118,6 +118,9 @@ class PoEBridgeSampler(TextSampler):
         self.cache_factory = cache_factory
         self.trace_hook = None  # tests: called after every window with (committed ids, cache, stats)
 
+    def clone_kwargs(self) -> dict[str, Any]:
+        return {"cache_factory": self.cache_factory}  # a per-call override keeps the caller's cache
+
     def _models_for_tokenizer(self) -> list[Any]:
         return [self.target, self.proposal]  # the AR target's tokenizer (Dream's is remote code)
 
