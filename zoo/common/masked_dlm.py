@@ -9,7 +9,8 @@
   ``tokens_per_step`` most confident ones. Confidence rules: LLaDA ``low_confidence`` (= Dream
   ``maskgit_plus``: probability of the proposed token; Nie et al. 2025, arXiv 2502.09992, Alg. 5),
   Dream ``topk_margin`` (top-1 minus top-2 probability) and Dream ``entropy`` (negative entropy).
-* :class:`ConfidenceDecoding`: that baseline as a zoo sampler (spec ``dlm-confidence-decoding``).
+* :class:`ConfidenceDecoding`: that baseline as a zoo sampler (spec ``dlm-confidence-decoding``); its
+  :class:`DenoiserDecodingParams` are shared with the other masked-DLM decoders (CoDiLA).
 * :class:`TinyMaskedLM`: a small bidirectional Transformer mask predictor (optional time input) for
   CPU toys, and the training losses: :func:`masked_diffusion_loss` (MDLM/LLaDA, 1/t weighting) and
   :func:`dfm_masked_loss` (the same objective in discrete-flow-matching time, with a kappa schedule).
@@ -328,6 +329,21 @@ def _confidence(probs: torch.Tensor, chosen: torch.Tensor, alg: str) -> torch.Te
     raise ValueError(f"unknown confidence rule {alg!r}; one of {ALGS}")
 
 
+def eos_finished(gen: torch.Tensor, eos_id: int | None, mask_id: int) -> bool:
+    """Whether a generated region ``gen [L]`` is finished: an EOS is committed with no mask before it."""
+    if eos_id is None:
+        return False
+    eos_pos = (gen == eos_id).nonzero()
+    return bool(eos_pos.numel()) and not bool((gen[: int(eos_pos[0])] == mask_id).any())
+
+
+def final_tokens(gen: list[int], eos_id: int | None, mask_id: int) -> list[int]:
+    """The new tokens of a decoded region: cut after the first EOS, else with any leftover masks dropped."""
+    if eos_id is not None and eos_id in gen:
+        return gen[: gen.index(eos_id) + 1]
+    return [t for t in gen if t != mask_id] if mask_id in gen else gen
+
+
 @torch.no_grad()
 def confidence_decode(
     denoiser: MaskedDenoiser,
@@ -377,22 +393,24 @@ def confidence_decode(
             k = min(tokens_per_step, masked.numel())
             pick = conf.topk(k).indices
             x[0, masked[pick]] = chosen[pick]
-            if stop_at_eos and eos_id is not None:
-                gen = x[0, P:]
-                eos_pos = (gen == eos_id).nonzero()
-                if eos_pos.numel() and not bool((gen[: int(eos_pos[0])] == mask).any()):
-                    break
-        if stop_at_eos and eos_id is not None:
-            gen = x[0, P:]
-            eos_pos = (gen == eos_id).nonzero()
-            if eos_pos.numel() and not bool((gen[: int(eos_pos[0])] == mask).any()):
+            if stop_at_eos and eos_finished(x[0, P:], eos_id, mask):
                 break
-    new = x[0, P:].tolist()
-    if eos_id is not None and eos_id in new:
-        new = new[: new.index(eos_id) + 1]
-    else:
-        new = [t for t in new if t != mask] if mask in new else new
+        if stop_at_eos and eos_finished(x[0, P:], eos_id, mask):
+            break
+    new = final_tokens(x[0, P:].tolist(), eos_id, mask)
     return new, {"dlm_forwards": forwards, "new_tokens": len(new)}
+
+
+class DenoiserDecodingParams(ProcedureParams):
+    """Parameters every masked-DLM decoder shares (:class:`ConfidenceDecoding`, CoDiLA's sampler): output
+    length, nucleus, EOS stop, chat template, and how the denoiser is read (mask id, Dream shift)."""
+
+    max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
+    top_p: float = Field(1.0, gt=0, le=1)
+    stop_at_eos: bool = True
+    chat_template: bool = True
+    mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
+    shift_logits: bool | None = None
 
 
 class ConfidenceDecoding(TextSampler):
@@ -402,17 +420,11 @@ class ConfidenceDecoding(TextSampler):
 
     roles = ("proposal",)
 
-    class Params(ProcedureParams):
-        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
+    class Params(DenoiserDecodingParams):
         tokens_per_step: int = Field(2, ge=1, le=4096, description="tokens unmasked per denoiser forward (paper baseline: 2)")
         block_length: int | None = Field(None, ge=1, le=4096, description="semi-AR block length (None: one block)")
         alg: Literal["low_confidence", "maskgit_plus", "topk_margin", "entropy"] = "entropy"
         temperature: float = Field(0.0, ge=0, le=100)
-        top_p: float = Field(1.0, gt=0, le=1)
-        stop_at_eos: bool = True
-        chat_template: bool = True
-        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
-        shift_logits: bool | None = None
         proposal_role: str = Field("proposal", min_length=1, description="model role of the masked-diffusion LM")
 
         @model_validator(mode="after")

@@ -1,0 +1,151 @@
+"""CoDiLA behaviour beyond the spec's invariants: the transformers integration of the soft-conditioned local AR
+(inputs_embeds + KV cache), the shipped toy's DLM against the exact law, the samplers' counters through the
+spec, the training recipe, and one-line errors."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import zoo
+from zoo.methods.codila.core import block_logits, decode_block, restrict_marginals, soft_embeddings
+from zoo.methods.codila.recipe import TrainLocalAR
+from zoo.methods.codila.sampler import CoDiLASampler, boundary_ids, excluded_ids
+from zoo.methods.codila.tasks import Task
+from zoo.methods.codila.toy import build_local_ar, toy_tokenizer
+
+
+@pytest.fixture(scope="module")
+def xor():
+    return zoo.load("codila", variant="toy", device="cpu")
+
+
+def test_soft_prefix_is_inputs_embeds_of_the_expected_rows() -> None:
+    """The AR's input is [E(<think>), pi @ E, E(</think>)]: with one-hot marginals it is exactly the
+    input_ids forward of [<think>, v_1..v_B, </think>] (same logits), with soft ones it is not."""
+    ar = build_local_ar(task="xor")
+    tok = toy_tokenizer()
+    think, end = tok.think_ids
+    ids = torch.tensor([[4, 6, 7]])
+    onehot = torch.nn.functional.one_hot(ids, 10).float()
+    got = block_logits(ar, onehot, torch.tensor([[5, 4, 6]]), (think, end))
+    with torch.no_grad():
+        ref = ar(input_ids=torch.tensor([[think, 4, 6, 7, end, 5, 4]])).logits[:, 4:7]
+    assert torch.allclose(got, ref, atol=1e-5)
+    soft = restrict_marginals(torch.randn(1, 3, 10), excluded_ids(tok, 3, (think, end), False), 10)
+    assert not torch.allclose(block_logits(ar, soft, torch.tensor([[5, 4, 6]]), (think, end)), ref, atol=1e-3)
+
+
+def test_cached_decoding_equals_teacher_forced_scoring() -> None:
+    """decode_block (KV cache, one token per forward) draws from exactly the conditionals that one
+    teacher-forced forward of its own output gives (greedy: each token is that forward's argmax)."""
+    ar = build_local_ar(task="xor")
+    tok = toy_tokenizer()
+    probs = restrict_marginals(torch.randn(4, 10, generator=torch.Generator().manual_seed(1)) * 2,
+                               excluded_ids(tok, 3, tok.think_ids, False), 10)
+    allowed = torch.ones(10, dtype=torch.bool)
+    allowed[[0, 1, 2, 3, 8, 9]] = False
+    toks, forwards = decode_block(ar, probs, tok.think_ids, 0.0, None, allowed)
+    assert forwards == 4 and all(4 <= t <= 7 for t in toks)
+    with torch.no_grad():
+        lg = block_logits(ar, probs.unsqueeze(0), torch.tensor([toks]), tok.think_ids)[0]
+    assert lg.masked_fill(~allowed, float("-inf")).argmax(-1).tolist() == toks
+
+
+def test_shipped_dlm_marginals_match_the_exact_law(xor) -> None:
+    """The frozen toy DLM knows the XOR law: fully masked, every letter's marginal is near uniform (TV < 0.1);
+    with one letter of a word given, its partner gets > 0.9 of the mass (brute-force reference: 1.0)."""
+    dlm = xor.models["dlm"]
+    task = Task("xor")
+    with torch.no_grad():
+        p = torch.softmax(dlm(torch.tensor([[1] + [3] * 8])), -1)[0, 1:, 4:8].double()
+    uni = task.joint_table((0,))
+    assert float((p - uni).abs().sum(-1).max()) / 2 < 0.1
+    for first, partner in (("a", "b"), ("c", "d"), ("d", "c")):
+        x = torch.tensor([[1, 4 + "abcd".index(first)] + [3] * 7])
+        with torch.no_grad():
+            q = torch.softmax(dlm(x), -1)[0, 2]
+        ref = task.joint_table((1,), {0: first})
+        assert float(ref["abcd".index(partner)]) == 1.0
+        assert float(q[4 + "abcd".index(partner)]) > 0.9
+
+
+def test_static_sampler_counters_through_the_spec(xor) -> None:
+    """Unconditional samples are 8 letters; static B = 2 costs 4 DLM + 8 AR forwards per sample, B = 4 costs
+    2 + 8; the dynamic schedule spends at most one DLM forward per token."""
+    out = xor.samplers["codila-static"](seed=3, num_samples=3)
+    assert all(len(t) == 8 and set(t) <= set("abcd") for t in out.texts)
+    assert all(s["dlm_forwards"] == 4 and s["ar_forwards"] == 8 and s["tokens_per_step"] == [2] * 4 for s in out.stats)
+    out4 = xor.samplers["codila-static-b4"](seed=3, num_samples=2)
+    assert all(s["dlm_forwards"] == 2 and s["ar_forwards"] == 8 for s in out4.stats)
+    dyn = xor.samplers["codila-dynamic"](seed=3, num_samples=4)
+    assert all(1 <= s["dlm_forwards"] <= 8 and sum(s["tokens_per_step"]) == 8 for s in dyn.stats)
+
+
+def test_no_boundary_tokens_ablation_and_missing_boundary_error(xor) -> None:
+    """boundary_tokens: [] feeds the soft embeddings alone (the paper's no-think-tags ablation); a boundary
+    token the AR tokenizer lacks is one clear error."""
+    no_tags = xor.samplers["codila-static"].with_params(boundary_tokens=[])
+    assert no_tags.cfg.boundary is None
+    assert len(no_tags(seed=0, num_samples=1).texts[0]) == 8
+    with pytest.raises(ValueError, match=r"boundary token '<tool>' is not in the local AR's tokenizer"):
+        boundary_ids(toy_tokenizer(), ["<tool>", "</think>"])
+
+
+def test_marginals_exclude_mask_specials_and_boundary(xor) -> None:
+    cfg = xor.samplers["codila-static"].cfg
+    assert set(cfg.excluded) == {0, 1, 2, 3, 8, 9}  # pad, bos, eos (toy: marginals_allow_eos false), mask, tags
+    tok = toy_tokenizer()
+    assert 2 not in excluded_ids(tok, 3, tok.think_ids, allow_eos=True)
+
+
+def test_soft_embedding_uses_the_ar_table(xor) -> None:
+    ar = xor.models["local_ar"]
+    E = ar.get_input_embeddings().weight
+    pi = torch.zeros(10)
+    pi[[4, 5]] = 0.5
+    assert torch.allclose(soft_embeddings(pi, E), 0.5 * (E[4] + E[5]))
+
+
+def test_recipe_trains_a_private_copy_and_reloads(xor) -> None:
+    """train-local-ar changes only its private copy (the cached AR is bit-identical afterwards), returns a
+    state dict that loads strictly into the toy factory, and accepts explicit sequences."""
+    before = {k: v.clone() for k, v in xor.models["local_ar"].state_dict().items()}
+    pipe = zoo.load("codila", variant="toy", device="cpu", sampler="train-local-ar")
+    out = pipe(seed=0, steps=3, batch_size=8)
+    assert len(out.losses) == 3 and all(torch.isfinite(torch.tensor(out.losses)))
+    after = xor.models["local_ar"].state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert any(not torch.equal(before[k], out.state[k]) for k in before)
+    fresh = build_local_ar(task="xor")
+    fresh.load_state_dict(out.state_dict(), strict=True)
+    seq = [[4, 5, 6, 7, 5, 4, 7, 6]]
+    out2 = pipe(seed=0, steps=2, batch_size=4, sequences=seq)
+    assert len(out2.losses) == 2
+
+
+def test_full_variant_is_needs_training_in_one_line() -> None:
+    from registry.build import VariantStatusError
+
+    with pytest.raises(VariantStatusError) as exc:
+        zoo.load("codila", variant="full")
+    msg = str(exc.value)
+    assert "needs-training" in msg and "train-local-ar" in msg and "\n" not in msg
+
+
+def test_topk_sampler_needs_its_own_role() -> None:
+    """The top-1 ablation reads the role named by local_ar_role; a missing role is one error naming it."""
+    with pytest.raises(ValueError, match="no model for role 'local_ar'.*local_ar_top1"):
+        CoDiLASampler({"dlm": object(), "local_ar": object()}, CoDiLASampler.Params(local_ar_role="local_ar_top1"))
+
+
+@pytest.mark.slow
+def test_toy_training_reproduces_byte_for_byte() -> None:
+    """tools/train_codila_toy.py --check re-trains every toy checkpoint on one thread and compares sha256."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "tools" / "train_codila_toy.py"), "--check"], capture_output=True,
+                       text=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -1,0 +1,40 @@
+"""Metric checks for ``specs/egt.yaml``: ``fn(pipeline, **check_params) -> float``. Each re-runs one
+recipe of the spec with its own parameters and seed 0 (memoised per pipeline), exactly what
+``zoo bench egt`` reports."""
+from __future__ import annotations
+
+from typing import Any
+
+from registry.contract import metric_check
+
+
+def _run(pipeline: Any, recipe: str) -> Any:
+    return pipeline.memo(("egt", recipe), lambda: pipeline.samplers[recipe](seed=0))
+
+
+@metric_check
+def gaussian_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", group: int | None = None) -> float:
+    """A number of a Gaussian recipe: ``stat`` in gap / worst / weighted / joint_kl / proportion_gap /
+    matched_gap / kl (with ``group``) / w (exact dual weight, with ``group``) / q (final group-DRO
+    weight, with ``group``), of the fine-tuned model (``which=after``), the ERM start (``before``) or
+    the exact min–max solution (``exact``)."""
+    out = _run(pipeline, recipe)
+    if stat == "q":
+        return float(out["weight_history"][-1][group])
+    src = {"after": out, "before": out["before"], "exact": out["exact_minmax"]}[which]
+    if stat in ("proportion_gap", "matched_gap") and which != "after":
+        raise ValueError(f"{stat} is only reported for the fine-tuned model")
+    v = src[stat]
+    return float(v[group] if isinstance(v, list) else v)
+
+
+@metric_check
+def digits_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
+    """``loss_gap`` / ``recall_gap`` / ``worst_loss`` / ``worst_recall`` of a digits recipe, before or after."""
+    return float(_run(pipeline, recipe)[stat][which])
+
+
+@metric_check
+def ddpm_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
+    """``gap`` / ``worst`` / ``weighted`` of the per-group held-out excess loss of a DDPM recipe, before or after."""
+    return float(_run(pipeline, recipe)[stat][which])
