@@ -138,7 +138,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
             ax = axes[i, j]
             for m, (c, mk) in style.items():
                 pts = [r for r in rows if r["method"] == m and (r["nfe"] == N or m == "LQR optimum") and r["finite"]]
-                pts = [r for r in pts if r["reward"] > -60]
+                pts = [r for r in pts if r["reward"] > -25 and r["log_p"] > -8]  # unstable strengths leave the frame (table)
                 if pts:
                     ax.plot([r["reward"] for r in pts], [r["log_p"] for r in pts], marker=mk or None, color=c, ls="--" if m == "LQR optimum" else "-",
                             label=m, ms=8 if mk == "*" else 5)
