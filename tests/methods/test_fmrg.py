@@ -182,3 +182,37 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.Ca
     methods = {r["method"] for r in res["gaussian"]["rows"]}
     assert methods >= {"FMRG-J", "FMRG-E", "DPS", "best-of-N", "LQR optimum"}
     assert (tmp_path / "fmrg.png").stat().st_size > 1000
+
+
+def test_mode_reward_steers_toward_the_low_weight_mode() -> None:
+    """The `mode` reward (log-density of component 2, weight 0.2 in gmm3): FMRG-J raises the fraction of samples whose
+    most likely component is 2 (measured 0.219 unguided -> 0.375 at eta 1, 256 samples, seed 0; asserted: + 0.1, about
+    four binomial standard errors of a rate near 0.3); the reward's gradient is that component's score."""
+    pipe = zoo.load("fmrg")
+    gmm = pipe.models["flow_map"].gmm
+    mode = {"kind": "mode", "component": 2}
+    r = reward_fn(RewardSpec(**mode), gmm)
+    x = _x0(16, 3)
+    z = x.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(r(z).sum(), z)
+    assert torch.allclose(g, -(x - gmm.means[2]) / gmm.evals[2], atol=1e-12)
+
+    def hit_rate(out):
+        comp = torch.stack([reward_fn(RewardSpec(kind="mode", component=k), gmm)(out.samples) + gmm.log_weights[k] for k in range(3)], 1)
+        return float((comp.argmax(1) == 2).double().mean())
+
+    base = hit_rate(pipe.samplers["unguided"](seed=0, batch_size=256, reward=mode))
+    guided = hit_rate(pipe(seed=0, batch_size=256, reward=mode, step_size=1.0))
+    assert guided > base + 0.1, (base, guided)
+
+
+def test_shifted_grid_is_fluxs_time_shift() -> None:
+    """time_grid(N, shift) in sigma = 1 - t equals FLUX's exp(mu) / (exp(mu) + 1/sigma - 1) on sigma = linspace(1, 0, N + 1)."""
+    from zoo.methods.fmrg import time_grid
+
+    for shift in (1.0, 3.16):
+        ts = time_grid(8, shift)
+        sig = [1 - k / 8 for k in range(9)]
+        want = [1.0] + [shift / (shift + 1 / s - 1) for s in sig[1:-1]] + [0.0]
+        assert all(math.isclose(1 - t, w, abs_tol=1e-12) for t, w in zip(ts, want))
+        assert all(b > a for a, b in zip(ts, ts[1:]))
