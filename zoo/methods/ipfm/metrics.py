@@ -1,0 +1,19 @@
+"""Metric checks of ``specs/ipfm.yaml``: ``fn(pipeline, **check_params) -> float``."""
+from __future__ import annotations
+
+from typing import Any
+
+from registry.contract import metric_check
+
+_RUNS: dict[tuple[int, str], Any] = {}
+
+
+@metric_check
+def distilled_stat(pipeline: Any, recipe: str = "ipfm", stat: str = "sw2") -> float:
+    """Run ``recipe`` of the pipeline with seed 0 (its spec params) and return the trained one-step generator's final
+    ``sw2`` or ``loglik`` (2000 evaluation samples, fixed z)."""
+    key = (id(pipeline), recipe)  # both stats of one run share the (slow) training
+    if key not in _RUNS:
+        _RUNS.clear()
+        _RUNS[key] = pipeline.samplers[recipe](seed=0, num_samples=16)
+    return float(_RUNS[key][stat])
