@@ -28,6 +28,7 @@ from pydantic import Field
 from registry.contract import Procedure, ProcedureParams
 from registry.outputs import ProcedureOutput
 from zoo.common.flows import pfgmpp_noise
+from zoo.common.training import EMA
 
 from .losses import ipfm_loss, sid_loss, sid_weight, sigma_lognormal, sigma_sid_tmax
 from zoo.methods.pfgmpp.evaluate import quality
@@ -68,10 +69,12 @@ def fit_teacher_copy(teacher: AnalyticPFGMPP, net: EDMField, steps: int, batch: 
 def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, steps: int = 400, batch: int = 256, lr: float = 3e-4,
             sigma_init: float = 2.5, fake_iters: int = 2, fake_warmup: int = 0, width: int = 64, layers: int = 3, seed: int = 0,
             eval_every: int = 50, eval_n: int = 2000, generator: EDMField | None = None, progress: bool = False,
-            fake_lr: float | None = None, init_steps: int = 600) -> dict[str, Any]:
+            fake_lr: float | None = None, init_steps: int = 600, ema: float = 0.99) -> dict[str, Any]:
     """Run the alternating loop; returns ``{"generator", "fake", "history": [{step, sw2, loglik}], ...}``.
 
     Deterministic given ``seed`` on one thread. ``loss="ipfm"`` ignores ``alpha`` (it is 2 x SiD at alpha = 1/2).
+    The evaluated and returned generator is the EMA of ``G_theta`` (decay ``min(ema, (1 + step) / (10 + step))``,
+    :class:`zoo.common.training.EMA`; ``ema = 0``: the raw generator), as the paper tracks EMAs of G.
     Both networks start as a learned copy of the teacher field (``init_steps`` regression steps, as the paper
     initialises them from the teacher network); ``fake_warmup`` fake-field steps then run before the first generator step.
     """
@@ -103,9 +106,14 @@ def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, 
         opt_f.step()
         return float(lf.detach())
 
+    avg = EMA(gen, max_decay=ema) if ema > 0 else None
+    gen_eval = copy.deepcopy(gen) if avg is not None else gen
+
     def evaluate(step: int) -> None:
+        if avg is not None:
+            avg.copy_to(gen_eval)
         with torch.no_grad():
-            s = generator_samples(gen, eval_n, D, sigma_init, eval_g())
+            s = generator_samples(gen_eval, eval_n, D, sigma_init, eval_g())
         history.append({"step": step, **quality(s, teacher, reference)})
 
     for _ in range(fake_warmup):
@@ -131,9 +139,13 @@ def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, 
         lg.backward()
         opt_g.step()
         fake.requires_grad_(True)
+        if avg is not None:
+            avg.update(gen, step)
         if step % eval_every == 0 or step == steps:
             evaluate(step)
-    return {"generator": gen, "fake": fake, "history": history, "D": D, "loss": loss, "alpha": alpha}
+    if avg is not None:
+        avg.copy_to(gen_eval)
+    return {"generator": gen_eval, "raw_generator": gen, "fake": fake, "history": history, "D": D, "loss": loss, "alpha": alpha}
 
 
 def steps_to_threshold(history: list[dict[str, float]], threshold: float) -> int | None:
@@ -180,6 +192,7 @@ class IPFMDistill(Procedure):
         layers: int = Field(3, ge=1, le=16)
         eval_every: int = Field(50, ge=1, le=200_000)
         eval_n: int = Field(2000, ge=16, le=1_000_000)
+        ema: float = Field(0.99, ge=0.0, le=0.99999, description="EMA decay of the returned generator (0: none)")
 
     def __call__(self, *, seed: int = 0, num_samples: int = 256, steps: int | None = None, init_steps: int | None = None) -> DistillOutput:
         """Train with ``seed`` and return ``num_samples`` one-step samples (``steps`` / ``init_steps`` override the params)."""
@@ -191,7 +204,7 @@ class IPFMDistill(Procedure):
         out = distill(teacher, loss=p.loss, alpha=p.alpha, steps=p.steps if steps is None else steps, batch=p.batch, lr=p.lr,
                       sigma_init=p.sigma_init, fake_iters=p.fake_iters, fake_warmup=p.fake_warmup, width=p.width, layers=p.layers,
                       seed=seed, eval_every=p.eval_every, eval_n=p.eval_n,
-                      init_steps=p.init_steps if init_steps is None else init_steps, fake_lr=p.fake_lr)
+                      init_steps=p.init_steps if init_steps is None else init_steps, fake_lr=p.fake_lr, ema=p.ema)
         gen = out["generator"]
         with torch.no_grad():
             s = generator_samples(gen, num_samples, teacher.D, p.sigma_init, torch.Generator().manual_seed(seed + 3)).double()
