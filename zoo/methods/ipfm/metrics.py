@@ -17,3 +17,16 @@ def distilled_stat(pipeline: Any, recipe: str = "ipfm", stat: str = "sw2") -> fl
         _RUNS.clear()
         _RUNS[key] = pipeline.samplers[recipe](seed=0, num_samples=16)
     return float(_RUNS[key][stat])
+
+
+@metric_check
+def shipped_stat(pipeline: Any, stat: str = "sw2", n: int = 2000) -> float:
+    """``sw2`` / ``loglik`` of ``n`` one-step samples of the shipped generator (z seed 2, exact reference seed 1: the
+    training run's own evaluation, so the number must equal the one ``tools/train_ipfm_toy.py`` printed)."""
+    import torch
+
+    from zoo.methods.pfgmpp.evaluate import quality
+
+    teacher = pipeline.samplers["one-step"].models["teacher"]
+    x = pipeline.samplers["one-step"](seed=2, num_samples=n).samples
+    return float(quality(x, teacher, teacher.gmm.sample(n, torch.Generator().manual_seed(1)))[stat])
