@@ -137,13 +137,14 @@ def pfgmpp_log_kernel(x: torch.Tensor, y: torch.Tensor, sigma: float, D: float) 
     return const - 0.5 * (D + N) * torch.log1p(q / D)
 
 
-def pfgmpp_denoise(gmm: GaussianMixture, x: torch.Tensor, sigma: float, D: float, nodes: int = 801, span_sd: float = 12.0) -> torch.Tensor:
+def pfgmpp_denoise(gmm: GaussianMixture, x: torch.Tensor, sigma: Any, D: float, nodes: int = 801, span_sd: float = 12.0) -> torch.Tensor:
     """Exact PFGM++ posterior mean ``E[y | x]`` of the mixture under the kernel at ``sigma`` with ``D``.
 
     ``E[y|x] = sum_k int pi_k Gamma(w) N(x; mu_k, Sigma_k + sigma^2/w I) [mu_k + Sigma_k (Sigma_k + sigma^2/w I)^{-1}
     (x - mu_k)] dw / (same without the bracket)`` (testbed section 1c), by a trapezoid rule in ``l = log w``
     with ``nodes`` points per (row, component), spanning the prior ``w = 1`` and the point-mass posterior
     mode ``w* = (D + N) / (D + ||x - mu_k||^2 / sigma^2)``, ``span_sd`` log-w standard deviations beyond each.
+    ``sigma`` is a scalar or a ``(B,)`` tensor (one noise level per row); the result is differentiable in ``x``.
     """
     if math.isinf(D):
         return gmm.denoise(x, sigma)
@@ -151,8 +152,9 @@ def pfgmpp_denoise(gmm: GaussianMixture, x: torch.Tensor, sigma: float, D: float
     B, N = xf.shape
     K = gmm.num_components
     sd = math.sqrt(2.0 / D)  # prior sd of log w, >= the posterior's
+    s2 = _as_t(sigma, B, xf)[:, None] ** 2  # (B, 1)
     q = ((xf[:, None, :] - gmm.means[None]) ** 2).sum(-1)  # (B, K)
-    l_star = math.log(D + N) - torch.log(D + q / sigma**2)
+    l_star = math.log(D + N) - torch.log(D + q / s2)
     lo = torch.minimum(l_star, torch.zeros_like(l_star)) - span_sd * sd
     hi = torch.maximum(l_star, torch.zeros_like(l_star)) + span_sd * sd
     frac = torch.linspace(0.0, 1.0, nodes, dtype=torch.float64)
@@ -163,7 +165,7 @@ def pfgmpp_denoise(gmm: GaussianMixture, x: torch.Tensor, sigma: float, D: float
     w = ell.exp()
     log_prior = 0.5 * D * math.log(0.5 * D) - math.lgamma(0.5 * D) + 0.5 * D * ell - 0.5 * D * w  # log(gamma(w) * w)
     z = gmm._eigen_coords(xf)  # (B, K, N)
-    c = gmm.evals[None, :, None, :] + (sigma**2 / w)[..., None]  # (B, K, G, N)
+    c = gmm.evals[None, :, None, :] + (s2[..., None] / w)[..., None]  # (B, K, G, N)
     logn = -0.5 * ((z[:, :, None, :] ** 2) / c + torch.log(2 * math.pi * c)).sum(-1)  # (B, K, G)
     logint = log_prior + logn + trap + torch.log(h)[..., None]
     log_z = torch.logsumexp(logint, dim=-1)  # (B, K)

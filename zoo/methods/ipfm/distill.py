@@ -1,0 +1,217 @@
+"""IPFM distillation of a PFGM++ teacher into a one-step generator, and SiD as its D -> inf / general-alpha form.
+
+Alternating, data-free loop (Shlenskii & Korotin, arXiv 2509.22454, sec. 3-4; code github.com/daniil-shlenskii/pfgmpp-idmd
+``training/sid_training_loop.py`` and ``training/sid_loss.py``; ``/work/shared/methods/ipfm.md`` section 4.3):
+
+1. fake-field step(s): ``y = G_theta(z)`` (no grad), ``sigma ~ LogNormal(-1.2, 1.2)``, ``x = y + n`` with ``n`` from the
+   PFGM++ kernel at the same ``D``; EDM-weighted denoising loss ``lambda(sigma) ||f_psi(x, sigma) - y||^2`` with
+   ``lambda = (sigma^2 + sigma_d^2) / (sigma sigma_d)^2``;
+2. generator step: fresh ``y = G_theta(z)`` with grad, ``sigma`` from SiD's ``t_max`` rule, the same kernel noise;
+   per-sample ``[||f_phi(x) - y||^2 - ||f_psi(x) - y||^2] / w`` (IPFM) or SiD's ``(f_phi - f_psi)^T[(f_phi - y) -
+   alpha (f_phi - f_psi)] / w``; gradients reach ``theta`` through ``y`` and through ``x`` inside both fields
+   (their parameters are frozen for this step).
+
+The generator is ``G_theta(z) = f_theta(z, sigma_init)`` with ``z`` a PFGM++ kernel sample around 0 at ``sigma_init``
+(``r = sigma_init sqrt(D)``) -- SiD's recipe with the Gaussian replaced by the heavy-tailed kernel. The teacher is the
+exact analytic field (:class:`zoo.methods.pfgmpp.toy.AnalyticPFGMPP`), so the generator and fake field are the only
+learned parts; unlike the paper they start from scratch (there are no teacher weights to copy) -- a departure.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from registry.contract import Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
+from zoo.common.flows import pfgmpp_noise
+from zoo.common.training import EMA
+
+from .losses import ipfm_loss, sid_loss, sid_weight, sigma_lognormal, sigma_sid_tmax
+from zoo.methods.pfgmpp.evaluate import quality
+from zoo.methods.pfgmpp.toy import AnalyticPFGMPP, DValue, EDMField, as_D
+
+
+def kernel_noise(n: int, dim: int, sigmas: torch.Tensor, D: float, generator: torch.Generator) -> torch.Tensor:
+    """PFGM++ kernel draws with one ``sigma`` per row: the kernel scales linearly in sigma, so draw at 1 and rescale."""
+    return pfgmpp_noise(n, dim, 1.0, D, generator) * sigmas[:, None]
+
+
+def generator_samples(gen: EDMField, n: int, D: float, sigma_init: float, generator: torch.Generator) -> torch.Tensor:
+    """One-step samples ``G(z) = f_theta(z, sigma_init)``, ``z`` a kernel sample around 0 at ``sigma_init`` (float32)."""
+    z = pfgmpp_noise(n, gen.net.dim, sigma_init, D, generator).float()
+    return gen(z, sigma_init)
+
+
+def fit_teacher_copy(teacher: AnalyticPFGMPP, net: EDMField, steps: int, batch: int, lr: float, generator: torch.Generator) -> EDMField:
+    """Regress ``net`` on the exact teacher field: ``lambda(sigma) ||f(x, sigma) - f_phi(x, sigma)||^2`` with ``y ~ data``,
+    ``sigma ~ LogNormal(-1.2, 1.2)``, ``x = y + n`` (PFGM++ kernel). The paper initialises both the generator and the fake
+    field from the teacher network; with an analytic teacher this learned copy plays that role."""
+    opt = torch.optim.Adam(net.parameters(), lr=lr, betas=(0.9, 0.999))
+    sd, D = teacher.sigma_data, teacher.D
+    for _ in range(steps):
+        y = teacher.gmm.sample(batch, generator)
+        sig = sigma_lognormal(batch, generator)
+        x = y + kernel_noise(batch, teacher.dim, sig, D, generator)
+        with torch.no_grad():
+            target = teacher.denoise(x, sig).float()
+        lam = ((sig**2 + sd**2) / (sig * sd) ** 2).float()
+        loss = (lam * ((net(x.float(), sig.float()) - target) ** 2).sum(1)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return net
+
+
+def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, steps: int = 400, batch: int = 256, lr: float = 3e-4,
+            sigma_init: float = 2.5, fake_iters: int = 2, fake_warmup: int = 0, width: int = 64, layers: int = 3, seed: int = 0,
+            eval_every: int = 50, eval_n: int = 2000, generator: EDMField | None = None, progress: bool = False,
+            fake_lr: float | None = None, init_steps: int = 600, ema: float = 0.99) -> dict[str, Any]:
+    """Run the alternating loop; returns ``{"generator", "fake", "history": [{step, sw2, loglik}], ...}``.
+
+    Deterministic given ``seed`` on one thread. ``loss="ipfm"`` ignores ``alpha`` (it is 2 x SiD at alpha = 1/2).
+    The evaluated and returned generator is the EMA of ``G_theta`` (decay ``min(ema, (1 + step) / (10 + step))``,
+    :class:`zoo.common.training.EMA`; ``ema = 0``: the raw generator), as the paper tracks EMAs of G.
+    Both networks start as a learned copy of the teacher field (``init_steps`` regression steps, as the paper
+    initialises them from the teacher network); ``fake_warmup`` fake-field steps then run before the first generator step.
+    """
+    D = teacher.D
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    dim, sd = teacher.dim, teacher.sigma_data
+    if generator is not None:
+        gen = generator
+        fake = fit_teacher_copy(teacher, EDMField(dim, sd, width, layers), init_steps, batch, 1e-3, g)
+    else:
+        gen = fit_teacher_copy(teacher, EDMField(dim, sd, width, layers), init_steps, batch, 1e-3, g)
+        fake = copy.deepcopy(gen)
+    opt_g = torch.optim.Adam(gen.parameters(), lr=lr, betas=(0.0, 0.999), eps=1e-8)
+    opt_f = torch.optim.Adam(fake.parameters(), lr=lr if fake_lr is None else fake_lr, betas=(0.0, 0.999), eps=1e-8)
+    reference = teacher.gmm.sample(eval_n, torch.Generator().manual_seed(seed + 1))
+    eval_g = lambda: torch.Generator().manual_seed(seed + 2)  # noqa: E731 - the same z at every evaluation
+    history: list[dict[str, float]] = []
+
+    def fake_step() -> float:
+        with torch.no_grad():
+            y = generator_samples(gen, batch, D, sigma_init, g)
+        sig = sigma_lognormal(batch, g)
+        x = y + kernel_noise(batch, dim, sig, D, g).float()
+        lam = ((sig**2 + sd**2) / (sig * sd) ** 2).float()
+        lf = (lam * ((fake(x, sig.float()) - y) ** 2).sum(1)).mean()
+        opt_f.zero_grad()
+        lf.backward()
+        opt_f.step()
+        return float(lf.detach())
+
+    avg = EMA(gen, max_decay=ema) if ema > 0 else None
+    gen_eval = copy.deepcopy(gen) if avg is not None else gen
+
+    def evaluate(step: int) -> None:
+        if avg is not None:
+            avg.copy_to(gen_eval)
+        with torch.no_grad():
+            s = generator_samples(gen_eval, eval_n, D, sigma_init, eval_g())
+        history.append({"step": step, **quality(s, teacher, reference)})
+
+    for _ in range(fake_warmup):
+        fake_step()
+    evaluate(0)
+    it = range(1, steps + 1)
+    if progress:
+        from zoo.common.training import progress as bar
+
+        it = bar(it, desc=f"{loss} D={D:g}")
+    for step in it:
+        for _ in range(fake_iters):
+            fake_step()
+        fake.requires_grad_(False)
+        y = generator_samples(gen, batch, D, sigma_init, g)
+        sig = sigma_sid_tmax(batch, g)
+        x = y.double() + kernel_noise(batch, dim, sig, D, g)
+        f_t = teacher.denoise(x, sig).float()
+        f_f = fake(x.float(), sig.float())
+        per = ipfm_loss(f_t, f_f, y) if loss == "ipfm" else sid_loss(f_t, f_f, y, alpha)
+        lg = (per / sid_weight(y, f_t)).mean()
+        opt_g.zero_grad()
+        lg.backward()
+        opt_g.step()
+        fake.requires_grad_(True)
+        if avg is not None:
+            avg.update(gen, step)
+        if step % eval_every == 0 or step == steps:
+            evaluate(step)
+    if avg is not None:
+        avg.copy_to(gen_eval)
+    return {"generator": gen_eval, "raw_generator": gen, "fake": fake, "history": history, "D": D, "loss": loss, "alpha": alpha}
+
+
+def steps_to_threshold(history: list[dict[str, float]], threshold: float) -> int | None:
+    """First evaluated step whose SW2 is <= ``threshold`` (None if never)."""
+    for h in history:
+        if h["sw2"] <= threshold:
+            return int(h["step"])
+    return None
+
+
+@dataclass
+class DistillOutput(ProcedureOutput):
+    """One-step ``samples`` of the trained generator, the SW2 / log-likelihood ``history`` per evaluated step, the
+    final ``sw2`` and ``loglik``, and the trained generator's ``generator_state`` (a ``state_dict`` of an
+    :class:`~zoo.methods.pfgmpp.toy.EDMField`; a private object, never a cached role)."""
+
+    samples: Any = None
+    history: Any = None
+    sw2: Any = None
+    loglik: Any = None
+    generator_state: Any = None
+
+
+class IPFMDistill(Procedure):
+    """IPFM (``loss: ipfm``) or SiD (``loss: sid``, any alpha) distillation of the teacher role into a fresh one-step
+    generator; trains private networks only (the cached teacher is never changed)."""
+
+    kind = "training"
+    mutates_models = True
+
+    class Params(ProcedureParams):
+        loss: Literal["ipfm", "sid"] = "ipfm"
+        alpha: float = Field(0.5, ge=0.0, le=2.0, description="SiD's alpha (ignored by ipfm, which equals 2 x SiD at alpha = 1/2)")
+        D: DValue | None = Field(None, description="override the teacher's D (None: the teacher role's)")
+        steps: int = Field(400, ge=0, le=200_000)
+        batch: int = Field(256, ge=2, le=65_536)
+        lr: float = Field(3e-4, gt=0, le=1.0)
+        sigma_init: float = Field(2.5, gt=0, le=1e3)
+        fake_iters: int = Field(2, ge=1, le=16)
+        fake_warmup: int = Field(0, ge=0, le=100_000)
+        fake_lr: float | None = Field(None, gt=0, le=1.0, description="fake-field learning rate (None: lr)")
+        init_steps: int = Field(600, ge=0, le=100_000, description="regression steps of the learned teacher copy both networks start from")
+        width: int = Field(64, ge=4, le=4096)
+        layers: int = Field(3, ge=1, le=16)
+        eval_every: int = Field(50, ge=1, le=200_000)
+        eval_n: int = Field(2000, ge=16, le=1_000_000)
+        ema: float = Field(0.99, ge=0.0, le=0.99999, description="EMA decay of the returned generator (0: none)")
+
+    def __call__(self, *, seed: int = 0, num_samples: int = 256, steps: int | None = None, init_steps: int | None = None) -> DistillOutput:
+        """Train with ``seed`` and return ``num_samples`` one-step samples (``steps`` / ``init_steps`` override the params)."""
+        p = self.params
+        teacher = self.models["teacher"]
+        if p.D is not None and as_D(p.D) != teacher.D:
+            teacher = copy.copy(teacher)
+            teacher.D = as_D(p.D)
+        out = distill(teacher, loss=p.loss, alpha=p.alpha, steps=p.steps if steps is None else steps, batch=p.batch, lr=p.lr,
+                      sigma_init=p.sigma_init, fake_iters=p.fake_iters, fake_warmup=p.fake_warmup, width=p.width, layers=p.layers,
+                      seed=seed, eval_every=p.eval_every, eval_n=p.eval_n,
+                      init_steps=p.init_steps if init_steps is None else init_steps, fake_lr=p.fake_lr, ema=p.ema)
+        gen = out["generator"]
+        with torch.no_grad():
+            s = generator_samples(gen, num_samples, teacher.D, p.sigma_init, torch.Generator().manual_seed(seed + 3)).double()
+        last = out["history"][-1]
+        return DistillOutput(samples=s, history=out["history"], sw2=last["sw2"], loglik=last["loglik"],
+                             generator_state={k: v.detach().clone() for k, v in gen.state_dict().items()})
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"num_samples": batch_size, "steps": 2, "init_steps": 2}
+

@@ -1,0 +1,40 @@
+"""The shipped IPFM toy generator: a one-step ``G(z) = f_theta(z, sigma_init)`` (an EDM-preconditioned MLP) distilled
+from the exact PFGM++ teacher of gmm3 at D = 16 by ``tools/train_ipfm_toy.py``, and its one-step sampler."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import torch
+from pydantic import Field
+
+from registry.contract import Procedure, ProcedureParams, factory
+from zoo.methods.pfgmpp.sampler import SampleOutput
+from zoo.methods.pfgmpp.toy import AnalyticPFGMPP, EDMField
+
+from .distill import generator_samples
+
+
+@factory
+def build_generator(mixture: Literal["gmm3", "gaussian", "ring8"] = "gmm3", width: Annotated[int, Field(ge=4, le=4096)] = 64,
+                    layers: Annotated[int, Field(ge=1, le=16)] = 3) -> EDMField:
+    """An untrained generator network of the shipped shape (weights come from the spec's safetensors file)."""
+    sd = AnalyticPFGMPP(mixture, "inf").sigma_data
+    return EDMField(2, sd, width, layers).eval()
+
+
+class OneStepSampler(Procedure):
+    """One model call: ``z`` = PFGM++ kernel sample around 0 at ``sigma_init`` with the teacher role's D, ``x = G(z)``."""
+
+    kind = "sampler"
+
+    class Params(ProcedureParams):
+        sigma_init: float = Field(2.5, gt=0, le=1e3, description="the generator's input noise level (SiD / IPFM: 2.5)")
+
+    def __call__(self, *, seed: int = 0, num_samples: int = 256) -> SampleOutput:
+        gen, teacher = self.models["generator"], self.models["teacher"]
+        with torch.no_grad():
+            x = generator_samples(gen, num_samples, teacher.D, self.params.sigma_init, torch.Generator().manual_seed(seed))
+        return SampleOutput(samples=x.double(), nfe=1)
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"num_samples": batch_size}
