@@ -21,7 +21,7 @@ from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick, write_outputs
 
 from .metrics import activation_error
-from .model import pack_model, quant_modules
+from .model import layer_groups, pack_model, quant_modules
 from .procedures import QuantDigitsSampler, heldout_eps_mse, quantize_dit
 
 PTQ_ROLES = ["dit", "dit-w158a4", "dit-w158a4-nohad", "dit-w158a3", "dit-w158a3-nohad", "dit-ampn2", "dit-ampn2-nohad"]
@@ -43,7 +43,8 @@ def evaluate(model: Any, per_class: int, steps: int, seed: int) -> dict[str, Any
     t0 = time.perf_counter()
     out = proc(seed=seed)
     secs = time.perf_counter() - t0
-    bits = getattr(model, "robuq_bits", None)
+    groups = layer_groups(model) if quant_modules(model) else {}
+    bits = {g: model.get_submodule(names[0]).a_bits for g, names in groups.items()} or None
     return {"accuracy": digits_classifier().accuracy(out.samples, out.labels), "frechet": frechet_distance(out.samples),
             "eps_mse": heldout_eps_mse(model), "bits": bits, "mean_bits": (sum(bits.values()) / len(bits)) if bits else None,
             "sample_seconds": secs, "samples": out.samples, "labels": out.labels}
