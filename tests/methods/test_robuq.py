@@ -141,6 +141,9 @@ def test_packed_export_reloads_exactly_and_is_smaller(tmp_path):
     assert 2.0 < ratio < 3.0  # the toy's FP embedders and low-rank branches dominate (measured 2.28)
     with pytest.raises(ValueError, match="before freeze"):
         pack_model(q, tmp_path / "again.safetensors")
+    set_enabled(loaded, False)
+    with pytest.raises(RuntimeError, match="no FP weight"):
+        loaded(x, t, class_labels=y)
 
 
 def test_ternary_weights_of_installed_layers_have_three_levels_per_row():

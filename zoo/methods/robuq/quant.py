@@ -186,6 +186,8 @@ class QuantLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.enabled:
+            if self.frozen:
+                raise RuntimeError("a frozen QuantLinear has no FP weight: it cannot run with enabled=False")
             return nn.functional.linear(x, self.weight, self.bias)
         xr = self.rotate(x)
         y = nn.functional.linear(ste_quantize_tokens(xr, self.a_bits), self.effective_weight(), self.bias)
