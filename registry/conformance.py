@@ -355,6 +355,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", hub_file_path))
 
     # sampler / recipe contract, on the first runnable CPU variant that has the procedure's roles
+    # (each check binds its own `procedure` as a default argument: a closure would see the last loop iteration's)
     if cpu:
         for pname in [*spec.samplers, *spec.recipes]:
             section = "samplers" if pname in spec.samplers else "recipes"
@@ -366,7 +367,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 pipe = _pipeline(entry, v0, target)
                 return pipe, pipe.samplers[pname]
 
-            def determinism(pname: str = pname) -> None:
+            def determinism(pname: str = pname, procedure: Any = procedure) -> None:
                 pipe, proc = procedure(pname)
                 before = snapshot_models(pipe.models)
                 inputs = proc.example_inputs(2)
@@ -375,7 +376,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 assert_models_unchanged(before, pipe.models, f"{pname}")
                 assert_same(first, second)
 
-            def params(pname: str = pname, section: str = section, v0: str | None = v0) -> None:
+            def params(pname: str = pname, section: str = section, v0: str | None = v0, procedure: Any = procedure) -> None:
                 from .build import make_procedure
 
                 pipe, _ = procedure(pname)
@@ -398,7 +399,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             checks.append(Check(name, f"{name}::{section}[{pname}]::seeded-determinism", determinism))
             checks.append(Check(name, f"{name}::{section}[{pname}]::param-validation", params))
 
-            def batch(pname: str = pname) -> None:
+            def batch(pname: str = pname, procedure: Any = procedure) -> None:
                 pipe, proc = procedure(pname)
                 if not getattr(proc, "batch_independent", False):
                     raise Skipped(f"{pname} does not declare batch_independent")
@@ -419,7 +420,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             produced = spec.procedure(pname)[1].produces
             if produced is not None:
 
-                def produces(pname: str = pname, role: str = produced) -> None:
+                def produces(pname: str = pname, role: str = produced, procedure: Any = procedure) -> None:
                     pipe, proc = procedure(pname)
                     _check_produces(entry, pipe, proc, pname, role)
 

@@ -221,3 +221,22 @@ def test_no_variant_runs_lists_every_reason(tmp_path: Path) -> None:
     path = write_spec(tmp_path, data)
     with pytest.raises(HardwareError, match="no variant of ext-demo can run here: full is needs-training.*paper is declared-only"):
         build_pipeline(entry(path).spec, file=path)
+
+
+def test_each_procedure_check_uses_its_own_procedure_not_the_last_one(tmp_path: Path) -> None:
+    """Regression: the per-procedure conformance checks are closures made in a loop; a sampler whose roles no
+    CPU variant has, listed before one that runs, must be SKIP (not checked with the later sampler's variant,
+    which failed with KeyError before each check bound its own ``procedure``)."""
+    data = spec_dict(
+        models={"model": {"kind": "linear", "variants": {"toy": LIN, "gpu": LIN}},
+                "teacher": {"kind": "linear", "variants": {"gpu": LIN}}},
+        samplers={"needs-teacher": {"target": "zoo_ext_plugin:Apply", "roles": ["model", "teacher"]},
+                  "apply": {"target": "zoo_ext_plugin:Apply", "roles": ["model"]}},
+        variants=["toy", "gpu"],
+        hardware={"toy": {"accelerator": "cpu"}, "gpu": {"accelerator": "cuda"}},
+    )
+    results = run_all(write_spec(tmp_path, data))
+    first = results["ext-demo::samplers[needs-teacher]::seeded-determinism"]
+    assert first[0] == "SKIP" and "no runnable CPU variant has the roles" in first[1], first
+    assert results["ext-demo::samplers[needs-teacher]::param-validation"][0] == "SKIP"
+    assert results["ext-demo::samplers[apply]::seeded-determinism"][0] == "PASS"

@@ -1,0 +1,75 @@
+"""Metric checks for ``specs/robuq.yaml``: ``fn(pipeline, **check_params) -> float`` (seed 0, memoised
+per pipeline), the numbers ``zoo bench robuq`` prints."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from registry.contract import metric_check
+
+from .model import layer_groups, pack_model
+from .procedures import digits_eps_batch
+from .quant import fast_hadamard, quantize_tokens
+
+
+@torch.no_grad()
+def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: int = 0) -> float:
+    """Relative output error ``sum_l ||Q(x_l) W_l^T - x_l W_l^T||^2 / sum_l ||x_l W_l^T||^2`` over the targeted
+    Linear layers of an FP DiT (inputs recorded on a fixed noised train batch), with the per-token
+    ``bits``-bit quantiser applied to ``x`` or to the rotated ``x H`` (weights FP: the activation error alone)."""
+    names = [n_ for names in layer_groups(model).values() for n_ in names]
+    inputs: dict[str, torch.Tensor] = {}
+    hooks = [model.get_submodule(nm).register_forward_hook(lambda m, a, o, nm=nm: inputs.__setitem__(nm, a[0].detach())) for nm in names]
+    try:
+        xt, t, y, _ = digits_eps_batch(n, seed)
+        model(xt, t, class_labels=y)
+    finally:
+        for h in hooks:
+            h.remove()
+    num = den = 0.0
+    for nm in names:
+        w = model.get_submodule(nm).weight.detach()
+        x = inputs[nm]
+        ref = x @ w.T
+        xq = quantize_tokens(fast_hadamard(x), bits) @ fast_hadamard(w).T if hadamard else quantize_tokens(x, bits) @ w.T
+        num += float(((xq - ref) ** 2).sum())
+        den += float((ref**2).sum())
+    return num / den
+
+
+@metric_check
+def act_error(pipeline: Any, bits: int, hadamard: bool, role: str = "dit") -> float:
+    """:func:`activation_error` of the FP role at ``bits`` with or without the Hadamard rotation."""
+    return activation_error(pipeline.models[role], bits, hadamard)
+
+
+@metric_check
+def packed_size_ratio(pipeline: Any, role: str, fp_role: str = "dit") -> float:
+    """File size of the FP role's safetensors state dict / file size of the quantised role's packed export."""
+    from safetensors.torch import save_file
+
+    with tempfile.TemporaryDirectory() as d:
+        fp = Path(d) / "fp.safetensors"
+        save_file({k: v.contiguous() for k, v in pipeline.models[fp_role].state_dict().items()}, str(fp))
+        packed = pack_model(pipeline.models[role], Path(d) / "packed.safetensors")
+        return fp.stat().st_size / packed.stat().st_size
+
+
+def sample_quality(pipeline: Any, sampler: str, per_class: int = 20, seed: int = 0) -> dict[str, float]:
+    """Classifier accuracy and PCA-20 Frechet distance (vs the test split) of ``per_class`` samples per digit."""
+    from zoo.common.digits import digits_classifier, frechet_distance
+
+    def run() -> dict[str, float]:
+        out = pipeline.samplers[sampler](seed=seed, per_class=per_class)
+        return {"accuracy": digits_classifier().accuracy(out.samples, out.labels), "frechet": frechet_distance(out.samples)}
+
+    return pipeline.memo(("robuq", sampler, per_class, seed), run)
+
+
+@metric_check
+def sample_stat(pipeline: Any, sampler: str, stat: str, per_class: int = 20) -> float:
+    """``accuracy`` or ``frechet`` of :func:`sample_quality` for one sampler (slow: DDIM-20, 200 samples)."""
+    return float(sample_quality(pipeline, sampler, per_class)[stat])

@@ -1,0 +1,242 @@
+"""The ``robuq`` transform, samplers and QAT recipe.
+
+* :func:`quantize_dit` (a registered ``@transform``): a spec's derived role ``source: role`` applies it
+  to a deep copy of the FP DiT: installs the quantised modules (ternary + FP low-rank branch,
+  optional Hadamard, per-token activation bits, adaLN W4A4) and, for AMPN, measures per-group
+  sensitivities on a fixed calibration batch of noised digits and allocates bits by the exact DP.
+* :class:`QuantDigitsSampler`: DDIM class-conditional sampling from one (quantised or FP) role.
+* :class:`QATDigits`: quantisation-aware fine-tuning of a private copy of a quantised role with the
+  DDPM epsilon loss (straight-through gradients), reporting the held-out epsilon-MSE before and after.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from registry.contract import Procedure, ProcedureParams, private_copies, transform
+from registry.outputs import ImageOutput, ProcedureOutput
+
+from .model import allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, set_group_bits
+
+__all__ = ["quantize_dit", "QuantDigitsSampler", "QATDigits", "DiTLatentSampler", "QuantSampleOutput", "QATOutput", "qat_finetune", "digits_eps_batch", "heldout_eps_mse"]
+
+
+def digits_eps_batch(n: int = 64, seed: int = 0, split: str = "train") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A fixed batch ``(x_t, t, labels, eps)`` of noised digits (DDPM linear betas, T = 1000), seeded."""
+    from zoo.common.digits import digits_split, make_scheduler
+
+    s = digits_split()
+    x, y = (s.x_train, s.y_train) if split == "train" else (s.x_test, s.y_test)
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randperm(x.shape[0], generator=g)[:n]
+    t = torch.randint(0, 1000, (idx.numel(),), generator=g)
+    eps = torch.randn((idx.numel(), 1, 8, 8), generator=g)
+    ab = make_scheduler("ddpm").alphas_cumprod[t].reshape(-1, 1, 1, 1)
+    return ab.sqrt() * x[idx] + (1 - ab).sqrt() * eps, t, y[idx], eps
+
+
+@torch.no_grad()
+def heldout_eps_mse(model: Any, n: int = 360, seed: int = 1) -> float:
+    """``E ||eps_theta(x_t, t, y) - eps||^2`` on a fixed noised batch of the test split."""
+    xt, t, y, eps = digits_eps_batch(n, seed, "test")
+    return float(((model(xt, t, class_labels=y).sample - eps) ** 2).mean())
+
+
+@transform
+def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
+                 weight: str = "ternary", adaln: bool = True, ampn_avg_bits: float | None = None, ampn_choices: list[int] | None = None,
+                 calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None) -> Any:
+    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`). With ``ampn_avg_bits``
+    the activation bits come from AMPN: sensitivities on ``calib_size`` noised train digits, exact DP
+    allocation over ``ampn_choices`` (default 1..4) under the average-bit budget; the allocation is
+    kept on the model as ``robuq_bits``. Sensitivities are measured on the post-training-quantised
+    model (the paper measures them after ~1k QAT steps)."""
+    if packed is not None:
+        return _load_packed_into(model, packed, sha256)
+    if weight not in ("ternary", "fp", "int4"):
+        raise ValueError(f"transform_config.weight: expected ternary, fp or int4, got {weight!r}")
+    if a_bits is not None and not 1 <= int(a_bits) <= 16:
+        raise ValueError(f"transform_config.a_bits: expected 1..16 or null, got {a_bits}")
+    install_quantizers(model, a_bits, hadamard, block, lowrank_rank, weight, adaln)  # type: ignore[arg-type]
+    if ampn_avg_bits is not None:
+        choices = list(ampn_choices or [1, 2, 3, 4])
+        xt, t, y, _ = digits_eps_batch(calib_size, calib_seed)
+        sens = measure_sensitivities(model, lambda m: m(xt, t, class_labels=y).sample, choices)
+        costs = group_costs(model)
+        names = list(layer_groups(model))
+        bits, _ = allocate_bits([sens[g] for g in names], [costs[g] for g in names], choices, float(ampn_avg_bits))
+        set_group_bits(model, dict(zip(names, bits)))
+        model.robuq_bits = dict(zip(names, bits))
+        model.robuq_sensitivities = sens
+    return model.eval()
+
+
+SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
+
+
+def _load_packed_into(model: Any, packed: str, sha256: str | None) -> Any:
+    from zoo.common.training import sha256_file
+
+    rel = Path(packed)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"transform_config.packed: expected a path inside specs/ (e.g. weights/x.safetensors), got {packed!r}")
+    if not sha256 or len(sha256) != 64:
+        raise ValueError("transform_config.sha256: a packed checkpoint needs its 64-hex sha256")
+    path = SPECS_DIR / rel
+    if not path.is_file():
+        raise ValueError(f"transform_config.packed: {path} does not exist")
+    got = sha256_file(path)
+    if got != sha256:
+        raise ValueError(f"transform_config.packed: {path} sha256 {got} does not match {sha256}")
+    q = load_packed(path, lambda: model)
+    bits = {g: q.get_submodule(names[0]).a_bits for g, names in layer_groups(q).items()}
+    q.robuq_bits = bits
+    return q
+
+
+@dataclass
+class QuantSampleOutput(ImageOutput):
+    """``samples`` (N, 1, 8, 8) in [-1, 1] scale; ``labels`` (N,); ``bits`` -- the role's per-group activation bits (None = FP)."""
+
+    labels: Any = None
+    bits: Any = None
+
+
+class QuantDigitsSampler(Procedure):
+    """Class-conditional DDIM samples of the shared digits DiT from the role ``role`` (FP or quantised)."""
+
+    kind = "sampler"
+    # Not batch-independent: per-token rounding is discontinuous, so the last-ulp differences between
+    # batched and single-row matmul kernels flip some rounding decisions and grow over the DDIM chain
+    # (measured: 4e-6 with Hadamard, 0.17 without, on DDIM-20). Rows are computed independently otherwise.
+    batch_independent = False
+
+    class Params(ProcedureParams):
+        role: str = Field("dit", description="the model role to sample from (FP or a quantised derived role)")
+        num_inference_steps: int = Field(20, ge=1, le=1000)
+        guidance_scale: float = Field(1.0, ge=0.0, le=20.0)
+        per_class: int = Field(10, ge=1, le=10_000, description="samples per class when no labels are given")
+
+    def __call__(self, *, seed: int = 0, labels: Any = None, noise: Any = None, progress: bool = False) -> QuantSampleOutput:
+        from zoo.common.digits import sample_digits
+
+        p = self.params
+        model = self.models[p.role]
+        if labels is None:
+            labels = torch.arange(10).repeat_interleave(p.per_class)
+        labels = torch.as_tensor(labels, dtype=torch.int64).reshape(-1)
+        with torch.no_grad():
+            x = sample_digits(model, labels, p.num_inference_steps, "ddim", seed, p.guidance_scale, noise=noise, progress=progress)
+        return QuantSampleOutput(samples=x, labels=labels, bits=getattr(model, "robuq_bits", None))
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        g = torch.Generator().manual_seed(5)
+        return {"labels": torch.arange(batch_size) % 10, "noise": torch.randn((batch_size, 1, 8, 8), generator=g)}
+
+    def input_rows(self, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{**inputs, "labels": inputs["labels"][i : i + 1], "noise": inputs["noise"][i : i + 1]} for i in range(inputs["labels"].shape[0])]
+
+    def output_rows(self, outputs: Any) -> list[Any]:
+        return [QuantSampleOutput(samples=outputs.samples[i : i + 1], labels=outputs.labels[i : i + 1], bits=outputs.bits)
+                for i in range(outputs.samples.shape[0])]
+
+
+def qat_finetune(model: Any, steps: int, lr: float, batch: int, seed: int = 0, progress: bool = False) -> list[float]:
+    """QAT in place: AdamW (no weight decay, gradient norm clipped at 1) on the DDPM epsilon loss of
+    the digits train split, ``steps`` minibatches of ``batch`` drawn from ``seed``. Returns the losses."""
+    from zoo.common.digits import digits_split, make_scheduler
+    from zoo.common.training import ddpm_eps_loss, progress as bar
+
+    s = digits_split()
+    ab = make_scheduler("ddpm").alphas_cumprod
+    g = torch.Generator().manual_seed(seed)
+    model.train()
+    opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.0)
+    losses = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # diffusers' label embedding drops labels (CFG) with the global RNG in train mode
+        for _ in (bar(range(steps), "robuq QAT") if progress else range(steps)):
+            loss = ddpm_eps_loss(model, s.x_train, ab, batch, g, labels=s.y_train)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+
+@dataclass
+class QATOutput(ProcedureOutput):
+    """``before`` / ``after``: held-out epsilon-MSE of the quantised role; ``losses``: training loss every step; ``config``."""
+
+    before: float
+    after: float
+    losses: list[float]
+    config: dict[str, Any]
+
+
+class QATDigits(Procedure):
+    """QAT fine-tuning (AdamW, DDPM epsilon loss, straight-through gradients through the ternary
+    weights and activation quantisers; the low-rank branch trains in FP) of a private copy of
+    ``role`` on the digits train split (:func:`qat_finetune`)."""
+
+    kind = "training"
+    mutates_models = False
+
+    class Params(ProcedureParams):
+        role: str = Field("dit-w158a3", description="the quantised role to fine-tune (a private copy)")
+        steps: int = Field(300, ge=0, le=100_000)
+        lr: float = Field(2e-4, gt=0, le=1.0)
+        batch: int = Field(64, ge=1, le=4096)
+        n_eval: int = Field(360, ge=1, le=360)
+
+    def __call__(self, *, seed: int = 0, progress: bool = False) -> QATOutput:
+        p = self.params
+        model = private_copies(self.models, [p.role])[p.role]
+        before = heldout_eps_mse(model, p.n_eval)
+        losses = qat_finetune(model, p.steps, p.lr, p.batch, seed, progress)
+        return QATOutput(before=before, after=heldout_eps_mse(model, p.n_eval), losses=losses, config=p.model_dump())
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"steps": 2, "batch": 4, "n_eval": 8}
+
+
+class DiTLatentSampler(Procedure):
+    """Class-conditional sampling of a latent DiT (the paper's DiT-XL/2-256: ``dit`` + ``vae`` roles), as
+    diffusers' ``DiTPipeline``: DDIM on ``(4, s, s)`` latents with classifier-free guidance (null class =
+    ``num_embeds_ada_norm``), learned-sigma channels dropped, then ``vae.decode(z / 0.18215)``."""
+
+    kind = "sampler"
+
+    class Params(ProcedureParams):
+        role: str = Field("dit", description="the DiT role (FP, or a quantised derived role)")
+        num_inference_steps: int = Field(50, ge=1, le=1000)
+        guidance_scale: float = Field(4.0, ge=0.0, le=20.0)
+        vae_scale: float = Field(0.18215, gt=0, le=10.0, description="SD-VAE latent scaling factor")
+
+    def __call__(self, *, seed: int = 0, class_labels: Any = (207, 360), progress: bool = False) -> ImageOutput:
+        from zoo.common.digits import make_scheduler
+        from zoo.common.scheduler_loop import run_scheduler_loop
+
+        p = self.params
+        dit, vae = self.models[p.role], self.models["vae"]
+        labels = torch.as_tensor(class_labels, dtype=torch.int64).reshape(-1)
+        null = int(dit.config.num_embeds_ada_norm)
+        labels = labels.clamp(0, null - 1)
+        c, s = int(dit.config.in_channels), int(dit.config.sample_size)
+        g = torch.Generator().manual_seed(int(seed))
+        dtype = next(dit.parameters()).dtype
+        noise = torch.randn((labels.shape[0], c, s, s), generator=g).to(dtype)
+        with torch.no_grad():
+            z = run_scheduler_loop(make_scheduler("ddim"), dit, noise, p.num_inference_steps, model_kwargs={"class_labels": labels},
+                                   guidance_scale=p.guidance_scale, uncond_kwargs={"class_labels": torch.full_like(labels, null)}, progress=progress)
+            img = vae.decode((z / p.vae_scale).to(next(vae.parameters()).dtype)).sample
+        return ImageOutput(samples=img.clamp(-1, 1))
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"class_labels": list(range(batch_size)), "num_inference_steps": 2}
