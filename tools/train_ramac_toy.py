@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """Train the ramac toy actors on the 2-D risky bandit: RAMAC (lambda_BC = 1, -CVaR_0.1) and the
 baselines BC-only (eta = 0), risk-neutral (-E[Z]) and CVaR without BC (lambda_BC = 0), all from one
-seeded start sharing the eta = 0 warm-up (zoo.methods.ramac.toy.train_presets). Writes
+seeded start sharing the eta = 0 warm-up (zoo.methods.ramac.toy.train_presets), and RAFMAC (the
+flow-matching actor, same objective, seeds and budget; a separate run). Writes
 specs/weights/ramac-toy-actor-<preset>.safetensors and prints each sha256 (copy them into
 specs/ramac.yaml). One CPU thread, deterministic; ``--check`` re-trains into a temporary directory and
 verifies every shipped file is reproduced byte for byte.
 
     nice -n 10 python tools/train_ramac_toy.py
     nice -n 10 python tools/train_ramac_toy.py --check
+    nice -n 10 python tools/train_ramac_toy.py --presets rafmac --check   # the RAFMAC actor only
 """
 from __future__ import annotations
 
@@ -27,7 +29,6 @@ import torch  # noqa: E402
 from zoo.common.training import add_check_argument, check_reproduces, save_checkpoint, setup_deterministic  # noqa: E402
 from zoo.methods.ramac.bandit import evaluate_actions  # noqa: E402
 from zoo.methods.ramac.toy import SHIPPED, train_presets  # noqa: E402
-from zoo.methods.ramac.train import PRESETS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", default=str(ROOT / "specs" / "weights"))
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
                     help="override a TrainConfig field for every preset (experiments only; the shipped files use the defaults)")
-    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--presets", default=",".join(SHIPPED), help=f"comma-separated subset of {','.join(SHIPPED)}")
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     add_check_argument(ap)
     args = ap.parse_args(argv)

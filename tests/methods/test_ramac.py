@@ -16,7 +16,7 @@ from registry.errors import ZooError
 from zoo.methods.ramac import RamacTrainer, TrainConfig, bandit_dataset, build_critic, quantile_huber_loss
 from zoo.methods.ramac.bandit import RISKY_LAW, SAFE_LAW, evaluate_actions
 from zoo.methods.ramac.risk import cvar_normal_mixture, mixture_quantile
-from zoo.methods.ramac.toy import TOY_ACTOR, TOY_CRITIC, train_presets
+from zoo.methods.ramac.toy import TOY_ACTOR, TOY_CRITIC, TOY_FLOW_ACTOR, train_presets
 from zoo.methods.ramac.train import PRESETS, reinitialise
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +103,39 @@ def test_act_sampler_rows_box_and_errors() -> None:
         pipe(seed=0, role="actor-nonexistent")
 
 
+def test_rafmac_recipe_equals_training_script_and_act_selects_flow_actor() -> None:
+    """RAFMAC: the `train-rafmac` recipe (actor: flow) gives the same actor bytes as the training script's
+    `rafmac` preset (tiny budget), trains a private copy, and moves the actor after the warm-up; the `act`
+    sampler with actor: flow samples the flow actor (noise (B, 1, 2), the Euler start), equal to
+    `act-rafmac`, and refuses actor: flow on a diffusion role."""
+    from zoo.methods.ramac.nets import FlowActor
+
+    base = {"steps": 8, "eta_warmup": 4, "eta_ramp": 2, "batch_size": 16, "risk_batch": 8}
+    mine = train_presets(0, ("rafmac",), base, data_size=64)["rafmac"].actor
+    assert isinstance(mine, FlowActor)
+    pipe = zoo.load("ramac", variant="toy")
+    before = {k: v.clone() for k, v in pipe.models["actor-rafmac"].state_dict().items()}
+    out = pipe.samplers["train-rafmac"](seed=0, data_size=64, eval_n=16, **base)
+    assert isinstance(out.actor, FlowActor) and out.actor is not pipe.models["actor-rafmac"]
+    theirs = out.state_dict()
+    assert mine.state_dict().keys() == theirs.keys() and all(torch.equal(v, theirs[k]) for k, v in mine.state_dict().items())
+    assert all(torch.equal(before[k], v) for k, v in pipe.models["actor-rafmac"].state_dict().items())
+    no_risk = pipe.samplers["train-rafmac"](seed=0, data_size=64, eval_n=16, **{**base, "eta": 0.0}).state_dict()
+    assert not all(torch.equal(no_risk[k], theirs[k]) for k in theirs)  # the CVaR term changed the flow actor
+    a = pipe(seed=0, n=6, actor="flow")
+    assert a.actions.shape == (6, 2) and float(a.actions.abs().max()) <= 1.0
+    assert torch.equal(a.actions, pipe.samplers["act-rafmac"](seed=0, n=6).actions)
+    assert not torch.equal(a.actions, pipe(seed=0, n=6).actions)
+    noise = torch.randn(3, 1, 2, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        direct = pipe.models["actor-rafmac"](torch.zeros(3, 1), noise=noise)
+    assert torch.equal(pipe(states=torch.zeros(3, 1), noise=noise, actor="flow").actions, direct)
+    with pytest.raises(ZooError, match="noise must have shape"):
+        pipe(states=torch.zeros(3, 1), noise=torch.zeros(3, 21, 2), actor="flow")
+    with pytest.raises(ZooError, match="FlowActor"):
+        pipe(seed=0, n=2, actor="flow", role="actor-bc-only")
+
+
 def test_evaluate_exact_matches_empirical_on_pure_policies() -> None:
     """Actions at the safe / risky centres: the exact CVaR_0.1 and mean are the closed forms (4.12 / 5;
     -8.80 / 5.6) and 20,000 reward draws agree within 0.1 (s.e. < 0.03)."""
@@ -124,6 +157,9 @@ def test_spec_matches_code_presets_and_toy_configs() -> None:
         assert all(want[k] == v for k, v in params.items()), (recipe, params)
     for role in ("actor", "actor-bc-only", "actor-risk-neutral", "actor-cvar-no-bc"):
         assert SPEC["models"][role]["variants"]["toy"]["config"] == TOY_ACTOR
+    assert SPEC["models"]["actor-rafmac"]["variants"]["toy"]["config"] == TOY_FLOW_ACTOR
+    flow = dict(SPEC["recipes"]["train-rafmac"]["params"])
+    assert flow.pop("actor") == "flow" and all(getattr(defaults, k) == v for k, v in flow.items()), flow
     assert SPEC["models"]["critic"]["variants"]["toy"]["config"] == TOY_CRITIC
 
 
@@ -153,6 +189,7 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path) -> None:
     assert set(res["rows"]) >= {"ramac", "bc-only", "risk-neutral", "cvar-no-bc", "behaviour-data"}
     assert (tmp_path / "ramac-bandit.png").stat().st_size > 10_000
     assert res["exact_chain_ood_floor"]["5"] > res["exact_chain_ood_floor"]["20"]
+    assert "rafmac" in res["rows"] and res["exact_flow_ood_floor"]["5"] > res["exact_flow_ood_floor"]["20"]
 
 
 def test_bootstrap_path_updates_targets() -> None:

@@ -1,10 +1,11 @@
 """Benchmark of ``ramac`` on the 2-D risky bandit: RAMAC beside its baselines (BC only, risk-neutral,
-CVaR without BC) in one run -- empirical and exact CVaR_0.1, mean return, out-of-distribution action
+CVaR without BC) and RAFMAC (the flow-matching actor) in one run -- empirical and exact CVaR_0.1, mean return, out-of-distribution action
 rate and mode occupancy of 1,000 actions of each shipped actor -- with the behaviour data and the two
 pure-mode policies as references and the method note's design expectations beside them (the paper
 publishes no toy numbers). Also: the critic-loss pairing check (free quantiles fitted to N(0, 1)), and
-the OOD floor of the T-step reverse chain with the *exact* denoiser (why the toy uses T = 20). With
-``--retrain`` the four actors are trained again from the seed (the shipped files' recipe) instead of
+the OOD floor of the T-step reverse chain with the *exact* denoiser (why the toy uses T = 20) and of
+RAFMAC's K-step Euler chain with the exact velocity. With
+``--retrain`` the five actors are trained again from the seed (the shipped files' recipe) instead of
 loaded; ``--released-pairing`` adds RAMAC trained with the authors' released critic loss. Run as ``python tools/bench_ramac.py`` or ``zoo bench ramac [--quick]``."""
 from __future__ import annotations
 
@@ -22,21 +23,21 @@ from zoo.common.bench_output import write_outputs
 from .bandit import OOD_LAW, RISKY_LAW, SAFE_LAW, bandit_dataset, evaluate_actions
 from .procedures import evaluate_actor
 from .risk import cvar_normal_mixture, fit_free_quantiles, huber_quantile_normal, normal_quantile, stratified_normal
-from .train import PRESETS
 
-ROLES = {"ramac": "actor", "bc-only": "actor-bc-only", "risk-neutral": "actor-risk-neutral", "cvar-no-bc": "actor-cvar-no-bc"}
+ROLES = {"ramac": "actor", "bc-only": "actor-bc-only", "risk-neutral": "actor-risk-neutral", "cvar-no-bc": "actor-cvar-no-bc", "rafmac": "actor-rafmac"}
 #: the method note's design expectations (sec. 6), not measurements
 EXPECTED = {"ramac": "CVaR ≈ 4, OOD ≈ 0", "bc-only": "all four modes", "risk-neutral": "risky modes, CVaR ≈ −8", "cvar-no-bc": "OOD, low true CVaR",
+            "rafmac": "as ramac (flow-matching actor)",
             "ramac-released-pairing": "quantiles collapse to the median (sec. 9)"}
 LEVELS = (0.05, 0.1, 0.5, 0.9)
 
 
 def _actors(retrain: bool, seed: int, quick: bool) -> dict[str, Any]:
     if retrain:
-        from .toy import train_presets
+        from .toy import SHIPPED, train_presets
 
         base = {"steps": 600, "eta_warmup": 400, "eta_ramp": 100} if quick else {}
-        return {name: r.actor for name, r in train_presets(seed, tuple(PRESETS), base, progress=True).items()}
+        return {name: r.actor for name, r in train_presets(seed, tuple(SHIPPED), base, progress=True).items()}
     import zoo
 
     pipe = zoo.load("ramac", variant="toy")
@@ -62,6 +63,24 @@ def exact_chain_floor(Ts: tuple[int, ...] = (5, 10, 20), n: int = 2000) -> dict[
         g = torch.Generator().manual_seed(0)
         s = vd.sample(n, generator=g, x_T=torch.randn(n, 2, generator=g, dtype=torch.float64))
         out[T] = float((bandit_mode_of(s) < 0).double().mean())
+    return out
+
+
+def exact_flow_floor(Ks: tuple[int, ...] = (5, 10, 20), n: int = 2000) -> dict[int, float]:
+    """OOD rate of RAFMAC's K-step Euler chain (clipped to the box) run with the *exact* rectified-flow
+    velocity of the behaviour law (:func:`zoo.common.flows.rf_velocity`, the minimiser of the flow matching
+    loss): the best any trained flow actor with K steps can do (``K = 10`` is the toy's and the code's)."""
+    from zoo.common.flows import rf_velocity
+    from zoo.common.toys2d import bandit_mode_of, risky_bandit
+
+    from .nets import FlowActor
+
+    law = risky_bandit()
+    out = {}
+    for K in Ks:
+        x0 = torch.randn(n, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        a = FlowActor(steps=K).integrate(x0, torch.zeros(n, 1), velocity=lambda x, t, s: rf_velocity(law, x, t)).clamp(-1, 1)
+        out[K] = float((bandit_mode_of(a) < 0).double().mean())
     return out
 
 
@@ -100,7 +119,8 @@ def run(quick: bool = False, retrain: bool = False, seed: int = 0, n: int = 1000
     ref = {"all-safe": (cvar_normal_mixture(0.1, *SAFE_LAW), 5.0), "all-risky": (cvar_normal_mixture(0.1, *RISKY_LAW), 5.6),
            "all-ood": (cvar_normal_mixture(0.1, *OOD_LAW), -5.0)}
     res: dict[str, Any] = {"rows": rows, "references": ref, "retrained": retrain, "n": n,
-                           "pairing": quantile_pairing(150 if quick else 300), "exact_chain_ood_floor": exact_chain_floor(n=500 if quick else 2000)}
+                           "pairing": quantile_pairing(150 if quick else 300), "exact_chain_ood_floor": exact_chain_floor(n=500 if quick else 2000),
+                           "exact_flow_ood_floor": exact_flow_floor(n=500 if quick else 2000)}
     res["seconds"] = time.perf_counter() - t0
     return res
 
@@ -123,6 +143,8 @@ def table(res: dict[str, Any]) -> str:
         lines.append(f"| {label} | " + " | ".join(f"{v:+.3f}" for v in p[key]) + " |")
     floor = res["exact_chain_ood_floor"]
     lines += ["", "OOD floor of the T-step vp chain with the exact denoiser: " + ", ".join(f"T = {T}: {v:.3f}" for T, v in floor.items())]
+    lines += ["OOD floor of RAFMAC's K-step Euler chain with the exact velocity: "
+              + ", ".join(f"K = {K}: {v:.3f}" for K, v in res["exact_flow_ood_floor"].items())]
     return "\n".join(lines)
 
 
@@ -168,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     from zoo.common.bench_output import parse_with_quick
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_ramac")
-    ap.add_argument("--retrain", action="store_true", help="train the four actors from the seed (~4-10 min on one thread) instead of loading the shipped ones")
+    ap.add_argument("--retrain", action="store_true", help="train the five actors from the seed (~5-12 min on one thread) instead of loading the shipped ones")
     ap.add_argument("--released-pairing", action="store_true",
                     help="also train RAMAC with the released RADAC critic pairing (~2-5 min) and score it beside the others")
     ap.add_argument("--seed", type=int, default=0)

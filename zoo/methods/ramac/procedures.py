@@ -20,7 +20,22 @@ from .toy import init_seeds
 
 __all__ = ["Act", "ActionOutput", "Evaluate", "EvaluationOutput", "Train", "TrainOutput"]
 
-RoleName = Literal["actor", "actor-bc-only", "actor-risk-neutral", "actor-cvar-no-bc"]
+RoleName = Literal["actor", "actor-bc-only", "actor-risk-neutral", "actor-cvar-no-bc", "actor-rafmac"]
+ActorType = Literal["diffusion", "flow"]
+#: the role an ``actor: flow`` recipe / sampler uses when ``role`` is left at ``actor``
+FLOW_ROLE = "actor-rafmac"
+
+
+def resolve_role(role: str, actor_type: str, models: Any) -> str:
+    """``role``, or :data:`FLOW_ROLE` for ``actor: flow`` with the default role; checks the model's type."""
+    from .nets import DiffusionActor, FlowActor
+
+    name = FLOW_ROLE if actor_type == "flow" and role == "actor" else role
+    want = FlowActor if actor_type == "flow" else DiffusionActor
+    model = models[name]
+    if not isinstance(model, want):
+        raise ValueError(f"actor: {actor_type} needs a {want.__name__} role, but role {name!r} is a {type(model).__name__}")
+    return name
 
 
 @dataclass
@@ -32,22 +47,24 @@ class ActionOutput(ProcedureOutput):
 
 
 class Act(Procedure):
-    """Sample actions ``a ~ pi(. | s)`` from an actor role by its reverse diffusion chain. The chain's
-    noise comes from ``noise`` ``(B, T + 1, action_dim)`` if given, else from ``seed``; each row depends
-    on its own state and noise only (batch independent)."""
+    """Sample actions ``a ~ pi(. | s)`` from an actor role by its reverse diffusion chain (``actor:
+    diffusion``) or its K-step flow-matching Euler chain (``actor: flow``, RAFMAC). The chain's noise comes
+    from ``noise`` ``(B, T + 1, action_dim)`` (flow: ``(B, 1, action_dim)``, the start ``x_0``) if given,
+    else from ``seed``; each row depends on its own state and noise only (batch independent)."""
 
     kind = "sampler"
     batch_independent = True
 
     class Params(ProcedureParams):
         role: RoleName = Field("actor", description="which shipped actor: RAMAC or one of the baselines")
+        actor: ActorType = Field("diffusion", description="actor type: diffusion (RADAC) or flow (RAFMAC; role actor -> actor-rafmac)")
 
     class CliInputs(BaseCliInputs):
         n: int = Field(8, ge=1, le=100_000, description="number of actions (bandit state 0)")
 
     @property
     def actor(self) -> Any:
-        return self.models[self.params.role]
+        return self.models[resolve_role(self.params.role, self.params.actor, self.models)]
 
     @torch.no_grad()
     def __call__(self, *, seed: int = 0, states: torch.Tensor | None = None, noise: torch.Tensor | None = None, n: int = 2) -> ActionOutput:
@@ -56,8 +73,8 @@ class Act(Procedure):
             states = torch.zeros(n if noise is None else noise.shape[0], actor.state_dim)
         if noise is None:
             noise = actor.chain_noise(states.shape[0], torch.Generator().manual_seed(int(seed)))
-        if noise.shape != (states.shape[0], actor.T + 1, actor.action_dim):
-            raise ValueError(f"noise must have shape ({states.shape[0]}, {actor.T + 1}, {actor.action_dim}), got {tuple(noise.shape)}")
+        if noise.shape != (states.shape[0], actor.noise_len, actor.action_dim):
+            raise ValueError(f"noise must have shape ({states.shape[0]}, {actor.noise_len}, {actor.action_dim}), got {tuple(noise.shape)}")
         return ActionOutput(actions=actor(states.float(), noise=noise.float()), states=states)
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
@@ -162,20 +179,23 @@ class Train(Procedure):
     risky bandit. Trains *private copies* of the ``actor`` and ``critic`` roles, re-initialised from
     ``seed`` (``init: scratch``, the default; the same start as ``tools/train_ramac_toy.py``) or starting
     from the roles' weights (``init: finetune``). With the toy defaults, ``seed = 0`` and the ``ramac``
-    preset's parameters it reproduces the shipped RAMAC actor bit for bit (``steps`` 3500; slow)."""
+    preset's parameters it reproduces the shipped RAMAC actor bit for bit (``steps`` 3500; slow).
+    ``actor: flow`` trains the ``actor-rafmac`` role (RAFMAC's flow-matching actor) instead."""
 
     kind = "training"
     mutates_models = True
 
     class Params(TrainConfig):
         init: Literal["scratch", "finetune"] = "scratch"
+        actor: ActorType = Field("diffusion", description="actor type: diffusion (RADAC, role actor) or flow (RAFMAC, role actor-rafmac)")
         data_size: int = Field(10_000, ge=16, le=10_000_000, description="behaviour transitions of the bandit dataset")
         eval_n: int = Field(1000, ge=10, le=1_000_000, description="actions sampled for the evaluation of the result")
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> TrainOutput:
         p = self.params
-        models = private_copies(self.models, ["actor", "critic"])  # never train the shared roles, even if called twice
-        actor, critic = models["actor"], models["critic"]
+        role = resolve_role("actor", p.actor, self.models)
+        models = private_copies(self.models, [role, "critic"])  # never train the shared roles, even if called twice
+        actor, critic = models[role], models["critic"]
         g_seed, a_seed, c_seed = init_seeds(int(seed))
         if p.init == "scratch":
             reinitialise(actor, a_seed)
@@ -196,5 +216,5 @@ class Train(Procedure):
     def run_cli(self, inputs: Any, seed: int) -> str:
         out = self(seed=seed, progress=True)
         ev = out.evaluation
-        return (f"trained {self.params.steps} steps (lambda_bc {self.params.lambda_bc:g}, eta {self.params.eta:g}, risk {self.params.risk}): "
+        return (f"trained {self.params.steps} steps ({self.params.actor} actor, lambda_bc {self.params.lambda_bc:g}, eta {self.params.eta:g}, risk {self.params.risk}): "
                 f"CVaR_0.1 {ev.cvar:+.3f} (exact {ev.exact_cvar:+.3f}), mean {ev.mean:+.3f}, OOD {ev.ood_rate:.3f}")

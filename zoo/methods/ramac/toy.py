@@ -8,16 +8,19 @@ from typing import Any
 import torch
 
 from .bandit import bandit_dataset
-from .nets import build_actor, build_critic
+from .nets import build_actor, build_critic, build_flow_actor
 from .train import PRESETS, RamacTrainer, TrainConfig, TrainResult, reinitialise
 
-__all__ = ["TOY_ACTOR", "TOY_CRITIC", "SHIPPED", "init_seeds", "train_presets"]
+__all__ = ["TOY_ACTOR", "TOY_FLOW_ACTOR", "TOY_CRITIC", "FLOW_PRESETS", "SHIPPED", "init_seeds", "train_presets"]
 
 #: factory configs of the toy's roles (the spec repeats them; a test keeps both equal)
 TOY_ACTOR: dict[str, Any] = {"state_dim": 1, "action_dim": 2, "T": 20, "schedule": "vp", "width": 128, "layers": 3, "time_dim": 16, "max_action": 1.0}
+TOY_FLOW_ACTOR: dict[str, Any] = {"state_dim": 1, "action_dim": 2, "steps": 10, "width": 128, "layers": 3, "time_dim": 16, "max_action": 1.0}
 TOY_CRITIC: dict[str, Any] = {"state_dim": 1, "action_dim": 2, "width": 64, "emb_dim": 64, "n_cos": 16}
+#: RAFMAC presets: the flow-matching actor (TOY_FLOW_ACTOR) with the same TrainConfig overrides as PRESETS
+FLOW_PRESETS: dict[str, dict[str, Any]] = {"rafmac": {}}
 #: preset -> shipped file name under specs/weights/
-SHIPPED = {name: f"ramac-toy-actor-{name}.safetensors" for name in PRESETS}
+SHIPPED = {name: f"ramac-toy-actor-{name}.safetensors" for name in (*PRESETS, *FLOW_PRESETS)}
 
 
 def init_seeds(seed: int) -> tuple[int, int, int]:
@@ -25,9 +28,10 @@ def init_seeds(seed: int) -> tuple[int, int, int]:
     return seed, 10_007 * seed + 1, 10_007 * seed + 2
 
 
-def fresh_models(seed: int) -> tuple[torch.nn.Module, torch.nn.Module]:
+def fresh_models(seed: int, flow: bool = False) -> tuple[torch.nn.Module, torch.nn.Module]:
     _, sa, sc = init_seeds(seed)
-    return reinitialise(build_actor(**TOY_ACTOR), sa), reinitialise(build_critic(**TOY_CRITIC), sc)
+    actor = build_flow_actor(**TOY_FLOW_ACTOR) if flow else build_actor(**TOY_ACTOR)
+    return reinitialise(actor, sa), reinitialise(build_critic(**TOY_CRITIC), sc)
 
 
 def train_presets(seed: int = 0, presets: tuple[str, ...] = tuple(PRESETS), base: dict[str, Any] | None = None, data_size: int = 10_000,
@@ -35,16 +39,29 @@ def train_presets(seed: int = 0, presets: tuple[str, ...] = tuple(PRESETS), base
     """Train each preset with config ``TrainConfig(**base, **PRESETS[name])`` from the same seeded start.
     The warm-up (``eta_warmup`` steps, ``eta_t = 0``) is run once and forked: identical to separate runs
     because the warm-up draws the same random numbers whatever the preset, and an actor with
-    ``lambda_bc = 0`` does not move during it (it starts the risk phase from its initialisation)."""
+    ``lambda_bc = 0`` does not move during it (it starts the risk phase from its initialisation).
+    A RAFMAC preset (:data:`FLOW_PRESETS`) is a separate run from the same seeds (data, critic init) with
+    the flow actor: its BC loss draws different random numbers, so it cannot share the diffusion warm-up."""
     base = dict(base or {})
-    g = torch.Generator().manual_seed(init_seeds(seed)[0])
-    data = bandit_dataset(data_size, g)
-    actor, critic = fresh_models(seed)
-    cfgs = {name: TrainConfig(**{**base, **PRESETS[name]}) for name in presets}
-    first = next(iter(cfgs.values()))
-    warm = RamacTrainer(actor, critic, data, first, g).run(first.eta_warmup, progress=progress)
+    unknown = [p for p in presets if p not in PRESETS and p not in FLOW_PRESETS]
+    if unknown:
+        raise ValueError(f"unknown presets {unknown}; have {', '.join((*PRESETS, *FLOW_PRESETS))}")
     out: dict[str, TrainResult] = {}
-    for name, cfg in cfgs.items():
-        fresh = fresh_models(seed)[0] if cfg.lambda_bc == 0 else None
-        out[name] = warm.fork(cfg, fresh_actor=fresh).run(progress=progress).result()
+    diff = [p for p in presets if p in PRESETS]
+    if diff:
+        g = torch.Generator().manual_seed(init_seeds(seed)[0])
+        data = bandit_dataset(data_size, g)
+        actor, critic = fresh_models(seed)
+        cfgs = {name: TrainConfig(**{**base, **PRESETS[name]}) for name in diff}
+        first = next(iter(cfgs.values()))
+        warm = RamacTrainer(actor, critic, data, first, g).run(first.eta_warmup, progress=progress)
+        for name, cfg in cfgs.items():
+            fresh = fresh_models(seed)[0] if cfg.lambda_bc == 0 else None
+            out[name] = warm.fork(cfg, fresh_actor=fresh).run(progress=progress).result()
+    for name in (p for p in presets if p in FLOW_PRESETS):
+        g = torch.Generator().manual_seed(init_seeds(seed)[0])
+        data = bandit_dataset(data_size, g)
+        actor, critic = fresh_models(seed, flow=True)
+        cfg = TrainConfig(**{**base, **FLOW_PRESETS[name]})
+        out[name] = RamacTrainer(actor, critic, data, cfg, g).run(progress=progress).result()
     return out

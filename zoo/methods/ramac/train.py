@@ -9,7 +9,8 @@ Per gradient step on a batch ``(s, a, r, s', not_done)``:
    ``q_clip``; each critic minimises :func:`~zoo.methods.ramac.risk.quantile_huber_loss` (``pairing``
    standard or the released RADAC one), separate Adam optimisers, gradient-norm clipping.
 2. **Actor**: ``L = lambda_bc L_BC - eta_t rho(s, a_pi)`` with ``L_BC`` the DDPM epsilon loss on the data
-   actions, ``a_pi`` the reverse chain *with gradients*, ``rho = mean_k min(Z_1, Z_2)(s, a_pi, tau_k)`` over
+   actions (RAFMAC: the conditional flow matching loss), ``a_pi`` the reverse chain (RAFMAC: the K-step
+   Euler chain) *with gradients*, ``rho = mean_k min(Z_1, Z_2)(s, a_pi, tau_k)`` over
    ``tau_k`` from the risk distortion (CVaR: ``U(0, alpha)``; risk-neutral: ``U(0, 1)``, i.e. E[Z]);
    ``eta_t = 0`` for ``eta_warmup`` steps, then a linear ramp to ``eta`` over ``eta_ramp`` steps. The
    actor's gradient is taken w.r.t. the actor's parameters only (the critic is not updated by it).
@@ -32,7 +33,10 @@ from pydantic import Field
 from registry.contract import ProcedureParams
 
 from .bandit import BanditData
-from .nets import DiffusionActor, DoubleIQN, soft_update
+from .nets import DiffusionActor, DoubleIQN, FlowActor, soft_update
+
+#: either actor: RADAC's diffusion chain or RAFMAC's flow-matching Euler chain (same interface)
+Actor = DiffusionActor | FlowActor
 from .risk import Pairing, RiskMeasure, quantile_huber_loss, sample_taus
 
 __all__ = ["TrainConfig", "PRESETS", "TrainResult", "RamacTrainer", "reinitialise", "train_ramac", "actor_loss", "eta_at"]
@@ -90,7 +94,7 @@ def eta_at(step: int, cfg: TrainConfig) -> float:
 
 @dataclass
 class TrainResult:
-    actor: DiffusionActor
+    actor: Actor
     critic: DoubleIQN
     history: list[dict[str, float | None]] = field(default_factory=list)
 
@@ -106,7 +110,7 @@ def reinitialise(module: torch.nn.Module, seed: int) -> torch.nn.Module:
     return module
 
 
-def _critic_step(critic: DoubleIQN, target_critic: DoubleIQN | None, ema_actor: DiffusionActor | None, opts: list[torch.optim.Optimizer],
+def _critic_step(critic: DoubleIQN, target_critic: DoubleIQN | None, ema_actor: Actor | None, opts: list[torch.optim.Optimizer],
                  s: torch.Tensor, a: torch.Tensor, r: torch.Tensor, s2: torch.Tensor, nd: torch.Tensor, cfg: TrainConfig,
                  g: torch.Generator) -> float:
     B, N = s.shape[0], cfg.n_quantiles
@@ -129,7 +133,7 @@ def _critic_step(critic: DoubleIQN, target_critic: DoubleIQN | None, ema_actor: 
     return total / 2
 
 
-def actor_loss(actor: DiffusionActor, critic: DoubleIQN, s: torch.Tensor, a: torch.Tensor, cfg: TrainConfig, eta_t: float,
+def actor_loss(actor: Actor, critic: DoubleIQN, s: torch.Tensor, a: torch.Tensor, cfg: TrainConfig, eta_t: float,
                g: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, float | None]:
     """``lambda_bc L_BC - eta_t rho(s, a_pi)`` (returns the loss, the BC loss and rho's value; rho is not
     computed (None), and the critic not called, when ``eta_t = 0``)."""
@@ -158,7 +162,7 @@ class RamacTrainer:
     follow a cosine decay over ``steps`` when ``lr_decay`` (Diffusion-QL's option); the actor's Adam step
     is skipped while its loss has no gradient (``lambda_bc = 0`` during the warm-up)."""
 
-    def __init__(self, actor: DiffusionActor, critic: DoubleIQN, data: BanditData, cfg: TrainConfig, generator: torch.Generator):
+    def __init__(self, actor: Actor, critic: DoubleIQN, data: BanditData, cfg: TrainConfig, generator: torch.Generator):
         self.actor, self.critic, self.data, self.cfg, self.g = actor, critic, data, cfg, generator
         self.bootstrap = bool((data.not_done > 0).any())
         self.target_critic = copy.deepcopy(critic).requires_grad_(False) if self.bootstrap else None
@@ -176,7 +180,7 @@ class RamacTrainer:
             return base
         return base * 0.5 * (1 + math.cos(math.pi * min(self.step, self.cfg.steps) / self.cfg.steps))
 
-    def fork(self, cfg: TrainConfig | None = None, fresh_actor: DiffusionActor | None = None) -> "RamacTrainer":
+    def fork(self, cfg: TrainConfig | None = None, fresh_actor: Actor | None = None) -> "RamacTrainer":
         """A deep copy of this trainer (generator state included), optionally with a new config (its
         warm-up-relevant fields must match) and a fresh actor with a fresh Adam (what a run whose actor
         never stepped during the warm-up has)."""
@@ -250,7 +254,7 @@ class RamacTrainer:
 _POST_WARMUP = frozenset({"risk_batch", "lambda_bc", "eta", "eta_ramp", "risk", "alpha", "risk_eta", "q_norm", "n_actor_quantiles", "log_every"})
 
 
-def train_ramac(actor: DiffusionActor, critic: DoubleIQN, data: BanditData, cfg: TrainConfig, generator: torch.Generator,
+def train_ramac(actor: Actor, critic: DoubleIQN, data: BanditData, cfg: TrainConfig, generator: torch.Generator,
                 progress: bool = False) -> TrainResult:
     """Train ``actor`` and ``critic`` in place on ``data`` for ``cfg.steps`` (see the module docstring);
     returns them with a loss history (every ``log_every`` steps: ``step``, ``critic``, ``bc``, ``risk``, ``eta``)."""
