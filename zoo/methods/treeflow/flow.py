@@ -37,6 +37,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from registry.artifacts import artifact_path, cached_artifact
+from zoo.common.boosters import booster_from_bytes as _from_bytes
+from zoo.common.boosters import booster_to_bytes as _to_bytes
 from zoo.common.tabular import TabularEncoder
 
 Mode = Literal["per_level", "global", "warm_start"]
@@ -107,19 +109,6 @@ def _train(X: np.ndarray, Y: np.ndarray, cfg: FlowConfig, rounds: int, base: Any
 
     d = xgb.DMatrix(X, label=Y, nthread=cfg.xgb.nthread)
     return xgb.train(_params(cfg), d, num_boost_round=rounds, xgb_model=base)
-
-
-def _to_bytes(booster: Any) -> np.ndarray:
-    return np.frombuffer(bytes(booster.save_raw("ubj")), dtype=np.uint8).copy()
-
-
-def _from_bytes(arr: Any) -> Any:
-    import xgboost as xgb
-
-    b = xgb.Booster()
-    b.load_model(bytearray(np.asarray(arr, dtype=np.uint8).tobytes()))
-    b.set_param({"nthread": 1})
-    return b
 
 
 def _fit_class(Z: np.ndarray, cfg: FlowConfig, rng: np.random.Generator, progress: Any = None) -> dict[str, np.ndarray]:
@@ -203,7 +192,7 @@ class TreeFlow:
         self.fit_seconds = time.perf_counter() - t0
         self.boosters = []
         for g in range(len(groups)):
-            self.boosters.append({k.split("/", 1)[1]: _from_bytes(v.numpy() if hasattr(v, "numpy") else v)
+            self.boosters.append({k.split("/", 1)[1]: _from_bytes(v)
                                   for k, v in raw.items() if k.startswith(f"c{g}/")})
         return self
 
