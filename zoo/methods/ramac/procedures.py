@@ -1,0 +1,200 @@
+"""The ramac spec's procedures: ``Act`` (sample actions from a shipped actor), ``Evaluate`` (the
+risk report of an actor on the 2-D risky bandit) and ``Train`` (the RAMAC recipe, on private copies).
+Typed outputs: :class:`ActionOutput`, :class:`EvaluationOutput`, :class:`TrainOutput`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from registry.contract import CliInputs as BaseCliInputs
+from registry.contract import Procedure, ProcedureParams, private_copies
+from registry.outputs import ProcedureOutput
+from zoo.common.output import OutPath
+
+from .bandit import bandit_dataset, evaluate_actions
+from .train import RamacTrainer, TrainConfig, reinitialise
+from .toy import init_seeds
+
+__all__ = ["Act", "ActionOutput", "Evaluate", "EvaluationOutput", "Train", "TrainOutput"]
+
+RoleName = Literal["actor", "actor-bc-only", "actor-risk-neutral", "actor-cvar-no-bc"]
+
+
+@dataclass
+class ActionOutput(ProcedureOutput):
+    """``actions`` ``(B, action_dim)`` in ``[-max_action, max_action]`` for ``states`` ``(B, state_dim)``."""
+
+    actions: Any = None
+    states: Any = None
+
+
+class Act(Procedure):
+    """Sample actions ``a ~ pi(. | s)`` from an actor role by its reverse diffusion chain. The chain's
+    noise comes from ``noise`` ``(B, T + 1, action_dim)`` if given, else from ``seed``; each row depends
+    on its own state and noise only (batch independent)."""
+
+    kind = "sampler"
+    batch_independent = True
+
+    class Params(ProcedureParams):
+        role: RoleName = Field("actor", description="which shipped actor: RAMAC or one of the baselines")
+
+    class CliInputs(BaseCliInputs):
+        n: int = Field(8, ge=1, le=100_000, description="number of actions (bandit state 0)")
+
+    @property
+    def actor(self) -> Any:
+        return self.models[self.params.role]
+
+    @torch.no_grad()
+    def __call__(self, *, seed: int = 0, states: torch.Tensor | None = None, noise: torch.Tensor | None = None, n: int = 2) -> ActionOutput:
+        actor = self.actor
+        if states is None:
+            states = torch.zeros(n if noise is None else noise.shape[0], actor.state_dim)
+        if noise is None:
+            noise = actor.chain_noise(states.shape[0], torch.Generator().manual_seed(int(seed)))
+        if noise.shape != (states.shape[0], actor.T + 1, actor.action_dim):
+            raise ValueError(f"noise must have shape ({states.shape[0]}, {actor.T + 1}, {actor.action_dim}), got {tuple(noise.shape)}")
+        return ActionOutput(actions=actor(states.float(), noise=noise.float()), states=states)
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        actor = self.actor
+        g = torch.Generator().manual_seed(12345)
+        return {"states": torch.zeros(batch_size, actor.state_dim), "noise": actor.chain_noise(batch_size, g)}
+
+    def input_rows(self, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"states": inputs["states"][i : i + 1], "noise": inputs["noise"][i : i + 1]} for i in range(inputs["states"].shape[0])]
+
+    def output_rows(self, outputs: ActionOutput) -> list[ActionOutput]:
+        return [ActionOutput(actions=outputs.actions[i : i + 1], states=outputs.states[i : i + 1]) for i in range(outputs.actions.shape[0])]
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        n = inputs.n if inputs is not None else 8
+        out = self(seed=seed, n=n)
+        ev = evaluate_actions(out.actions, generator=torch.Generator().manual_seed(seed))
+        rows = "; ".join(f"({x:+.2f}, {y:+.2f})" for x, y in out.actions[:8].tolist())
+        return (f"{n} actions of {self.params.role} (first {min(n, 8)}: {rows}); safe {ev['safe_rate']:.2f}, risky {ev['risky_rate']:.2f}, "
+                f"OOD {ev['ood_rate']:.2f}; exact CVaR_0.1 {ev['exact_cvar']:+.2f}, exact mean {ev['exact_mean']:+.2f}")
+
+
+@dataclass
+class EvaluationOutput(ProcedureOutput):
+    """Risk report of one actor on the bandit: ``cvar`` / ``mean`` (one reward per action, the paper's
+    rule), ``exact_cvar`` / ``exact_mean`` (the return law its region occupancy induces), ``ood_rate``,
+    ``safe_rate``, ``risky_rate``, ``occupancy`` per mode, ``n``, ``alpha``, ``role``; ``actions`` too."""
+
+    role: str = ""
+    n: int = 0
+    alpha: float = 0.1
+    cvar: float = 0.0
+    mean: float = 0.0
+    exact_cvar: float = 0.0
+    exact_mean: float = 0.0
+    ood_rate: float = 0.0
+    safe_rate: float = 0.0
+    risky_rate: float = 0.0
+    occupancy: Any = None
+    actions: Any = None
+
+
+def evaluate_actor(actor: Any, n: int, alpha: float, seed: int, role: str = "actor") -> EvaluationOutput:
+    """Sample ``n`` actions (state 0; chain noise from ``seed``) and score them (rewards from ``seed + 1``)."""
+    with torch.no_grad():
+        acts = actor(torch.zeros(n, actor.state_dim), generator=torch.Generator().manual_seed(int(seed)))
+    ev = evaluate_actions(acts, alpha, torch.Generator().manual_seed(int(seed) + 1))
+    return EvaluationOutput(role=role, actions=acts, **ev)
+
+
+class Evaluate(Procedure):
+    """Mean, CVaR_alpha (empirical and exact), OOD rate and mode occupancy of an actor's actions on the
+    2-D risky bandit (method note sec. 6)."""
+
+    kind = "analysis"
+
+    class Params(ProcedureParams):
+        role: RoleName = "actor"
+        n: int = Field(1000, ge=10, le=1_000_000, description="sampled actions")
+        alpha: float = Field(0.1, gt=0, le=1.0)
+
+    class CliInputs(BaseCliInputs):
+        out: OutPath | None = None
+
+    def __call__(self, *, seed: int = 0) -> EvaluationOutput:
+        return evaluate_actor(self.models[self.params.role], self.params.n, self.params.alpha, seed, self.params.role)
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {}
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        ev = self(seed=seed)
+        text = (f"{self.params.role}: CVaR_{ev.alpha:g} {ev.cvar:+.3f} (exact {ev.exact_cvar:+.3f}), mean {ev.mean:+.3f} (exact {ev.exact_mean:+.3f}), "
+                f"OOD {ev.ood_rate:.3f}, safe {ev.safe_rate:.3f}, risky {ev.risky_rate:.3f} over {ev.n} actions")
+        if inputs is not None and getattr(inputs, "out", None):
+            from zoo.common.toys2d import plot_density_samples, risky_bandit
+
+            path = plot_density_samples(risky_bandit(), ev.actions, inputs.out, lim=1.0, title=text[:80])
+            text += f"; wrote {path}"
+        return text
+
+
+@dataclass
+class TrainOutput(ProcedureOutput):
+    """What :class:`Train` returns: the trained weights ``actor_state`` and ``critic_state`` (state dicts),
+    the loss ``history``, the ``evaluation`` of the trained actor and the ``config``. The trained modules
+    themselves (private copies) are the attributes ``.actor`` and ``.critic`` (not keys: outputs compare
+    by value). ``state_dict()`` is the actor's (what ``produces: actor`` reloads)."""
+
+    actor_state: Any = None
+    critic_state: Any = None
+    history: Any = None
+    evaluation: Any = None
+    config: Any = None
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.actor_state
+
+
+class Train(Procedure):
+    """The RAMAC training recipe (and its baselines through ``lambda_bc`` / ``eta`` / ``risk``) on the 2-D
+    risky bandit. Trains *private copies* of the ``actor`` and ``critic`` roles, re-initialised from
+    ``seed`` (``init: scratch``, the default; the same start as ``tools/train_ramac_toy.py``) or starting
+    from the roles' weights (``init: finetune``). With the toy defaults, ``seed = 0`` and the ``ramac``
+    preset's parameters it reproduces the shipped RAMAC actor bit for bit (``steps`` 3500; slow)."""
+
+    kind = "training"
+    mutates_models = True
+
+    class Params(TrainConfig):
+        init: Literal["scratch", "finetune"] = "scratch"
+        data_size: int = Field(10_000, ge=16, le=10_000_000, description="behaviour transitions of the bandit dataset")
+        eval_n: int = Field(1000, ge=10, le=1_000_000, description="actions sampled for the evaluation of the result")
+
+    def __call__(self, *, seed: int = 0, progress: bool = False) -> TrainOutput:
+        p = self.params
+        models = private_copies(self.models, ["actor", "critic"])  # never train the shared roles, even if called twice
+        actor, critic = models["actor"], models["critic"]
+        g_seed, a_seed, c_seed = init_seeds(int(seed))
+        if p.init == "scratch":
+            reinitialise(actor, a_seed)
+            reinitialise(critic, c_seed)
+        g = torch.Generator().manual_seed(g_seed)
+        data = bandit_dataset(p.data_size, g)
+        cfg = TrainConfig(**{k: getattr(p, k) for k in TrainConfig.model_fields})
+        res = RamacTrainer(actor, critic, data, cfg, g).run(progress=progress).result()
+        ev = evaluate_actor(res.actor, p.eval_n, p.alpha, 1)
+        out = TrainOutput(actor_state=dict(res.actor.state_dict()), critic_state=dict(res.critic.state_dict()), history=res.history,
+                          evaluation=ev, config=p.model_dump())
+        out.actor, out.critic = res.actor, res.critic  # attributes, not keys
+        return out
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"steps": 6, "eta_warmup": 2, "eta_ramp": 2, "batch_size": 16, "risk_batch": 8, "data_size": 64, "eval_n": 16}
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        out = self(seed=seed, progress=True)
+        ev = out.evaluation
+        return (f"trained {self.params.steps} steps (lambda_bc {self.params.lambda_bc:g}, eta {self.params.eta:g}, risk {self.params.risk}): "
+                f"CVaR_0.1 {ev.cvar:+.3f} (exact {ev.exact_cvar:+.3f}), mean {ev.mean:+.3f}, OOD {ev.ood_rate:.3f}")
