@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -45,7 +45,8 @@ class TreeDistillation(Procedure):
         batch: int = Field(256, ge=1, le=100_000)
         lr: float = Field(1e-3, gt=0, le=1.0)
         width: int = Field(64, ge=1, le=4096)
-        sigmas: list[float] = Field([0.0, 0.02, 0.05, 0.1, 0.2], min_length=1, description="noise grid (dsm modes)")
+        sigmas: list[Annotated[float, Field(ge=0, le=100.0)]] = Field([0.0, 0.02, 0.05, 0.1, 0.2], min_length=1, max_length=1000,
+                                                                     description="noise grid (dsm modes)")
         teacher_trees: int = Field(300, ge=1, le=10_000)
         teacher_depth: int = Field(4, ge=1, le=16)
         use_cache: bool = True
