@@ -1,0 +1,78 @@
+"""dsmtree: student objectives' inputs/targets, the cached teacher, the recipe and the benchmark wrapper
+(the spec invariants run in conformance)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from zoo.methods.dsmtree import TreeDistillation, batch_targets, fit_teacher, teacher_prob, xor_task
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_objectives_query_the_teacher_where_they_should():
+    """dsm-trajectory: inputs x + σε with σ appended, targets = teacher at the noised point; dsm-clean: same
+    inputs, targets = teacher at the clean point; kd: clean inputs, σ = 0, teacher at x; hard: the labels."""
+    X, y = xor_task(300, 0)
+    t = fit_teacher(X, y, n_estimators=20, max_depth=3, use_cache=False)
+    p = teacher_prob(t, X)
+    rng = np.random.default_rng(1)
+    s = rng.choice([0.0, 0.1, 0.2], 300).astype(np.float32)
+    e = rng.standard_normal(X.shape).astype(np.float32)
+    inp, tgt = batch_targets("dsm-trajectory", X, y, p, t, s, e)
+    assert np.allclose(inp[:, :-1], X + s[:, None] * e) and np.array_equal(inp[:, -1], s)
+    assert np.array_equal(tgt, teacher_prob(t, inp[:, :-1]))
+    inp_c, tgt_c = batch_targets("dsm-clean", X, y, p, t, s, e)
+    assert np.array_equal(inp_c, inp) and np.array_equal(tgt_c, p)
+    inp_k, tgt_k = batch_targets("kd", X, y, p, t, s, e)
+    assert np.array_equal(inp_k[:, :-1], X) and not inp_k[:, -1].any() and np.array_equal(tgt_k, p)
+    assert np.array_equal(batch_targets("hard", X, y, p, t, s, e)[1], y)
+
+
+def test_teacher_is_a_cached_artifact(monkeypatch):
+    """A second fit on the same data never calls xgboost.train and predicts identically; new data refits."""
+    import xgboost
+
+    X, y = xor_task(200, 3)
+    a = fit_teacher(X, y, n_estimators=10, max_depth=3)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("teacher refitted")
+
+    monkeypatch.setattr(xgboost, "train", boom)
+    b = fit_teacher(X, y, n_estimators=10, max_depth=3)
+    assert np.array_equal(teacher_prob(a, X), teacher_prob(b, X))
+    with pytest.raises(AssertionError, match="refitted"):
+        fit_teacher(X[:-1], y[:-1], n_estimators=10, max_depth=3)
+
+
+def test_recipe_output_and_bounds():
+    proc = TreeDistillation({}, TreeDistillation.Params(mode="dsm-trajectory", n_train=200, n_test=300, steps=20, batch=32,
+                                                        teacher_trees=20, use_cache=False))
+    out = proc(seed=0)
+    assert 0.4 < out.teacher_acc <= 1 and 0 <= out.student_acc <= 1 and out.gap == pytest.approx(out.teacher_acc - out.student_acc)
+    with pytest.raises(ValidationError, match="mode"):
+        TreeDistillation.Params(mode="leaf-routing")
+    with pytest.raises(ValidationError, match="steps"):
+        TreeDistillation.Params(steps=0)
+
+
+def test_bench_wrapper_runs_all_students(tmp_path):
+    js = tmp_path / "d.json"
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_dsmtree.py"), "--steps", "3", "--n-train", "100",
+                          "--out-dir", str(tmp_path), "--json", str(js)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "| student dsm-trajectory [inferred] |" in out.stdout and "| student hard |" in out.stdout
+    assert set(json.loads(js.read_text())["students"]) == {"hard", "kd", "dsm-trajectory", "dsm-clean"}
+    assert (tmp_path / "dsmtree.png").is_file()

@@ -1,0 +1,7 @@
+"""dsmtree (Ramachandran & Sra, ICML 2026, arXiv 2605.00414; no public code): distil a tree ensemble into an
+MLP along noising trajectories [inferred], against hard-label and plain-KD baselines. Spec: ``dsmtree``."""
+from .distill import batch_targets, fit_teacher, student, student_predict, teacher_prob, train_student, xor_task
+from .procedures import DistillOutput, TreeDistillation
+
+__all__ = ["DistillOutput", "TreeDistillation", "batch_targets", "fit_teacher", "student", "student_predict", "teacher_prob",
+           "train_student", "xor_task"]
