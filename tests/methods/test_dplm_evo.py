@@ -111,7 +111,7 @@ def test_recipe_is_reproducible_and_leaves_the_cached_model():
 
     pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
     before = {k: v.clone() for k, v in pipe.models["net"].state_dict().items()}
-    rec = pipe.recipes["train-dplm-evo"]
+    rec = pipe.samplers["train-dplm-evo"]  # procedures of both sections live in pipe.samplers
     a = rec(seed=3, steps=3, batch_size=4)
     b = rec(seed=3, steps=3, batch_size=4)
     assert all(torch.equal(a.state[k], b.state[k]) for k in a.state)
