@@ -119,3 +119,26 @@ def test_recipe_is_reproducible_and_leaves_the_cached_model():
     assert all(torch.equal(v, pipe.models["net"].state_dict()[k]) for k, v in before.items())
     fresh = build_toy()
     fresh.load_state_dict(a.state_dict(), strict=True)
+
+
+def test_full_variant_hub_file_path_loads_a_tiny_dplm_layout_file(tmp_path):
+    """The full variant's loading path (read -> sha256 -> from_dplm -> strict load) on a tiny DPLM-layout file
+    saved under the spec's file name: the spec's own source with only the weights and the factory size swapped."""
+    from safetensors.torch import save_file
+    from transformers import EsmForMaskedLM
+
+    import zoo
+    from registry.build import build_model
+    from registry.weights import sha256_file
+
+    src = zoo.spec("dplm-evo").models["net"].variants["full"]
+    tiny = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, max_position_embeddings=40)
+    ref = EsmForMaskedLM(_config(token_dropout=True, layer_norm_eps=1e-5, emb_layer_norm_before=False, **tiny)).eval()
+    path = tmp_path / src.weights.filename
+    state = {k: v.contiguous() for k, v in ref.state_dict().items() if k != "lm_head.decoder.weight"}  # tied in DPLM
+    save_file(state, str(path))
+    local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path), "config": tiny})
+    net = build_model(local, spec_dir=tmp_path, device="cpu", allow_outside_paths=True)
+    assert torch.equal(net.lm_head.decoder.weight, ref.esm.embeddings.word_embeddings.weight)
+    assert torch.equal(net.esm.encoder.layer[0].attention.self.query.weight, ref.esm.encoder.layer[0].attention.self.query.weight)
+    assert float(net.del_head.bias) == EDIT_HEAD_BIAS
