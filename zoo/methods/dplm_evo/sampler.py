@@ -120,9 +120,11 @@ class EditSampler(Procedure):
 
     def run_cli(self, inputs, seed: int) -> str:
         inputs = inputs if inputs is not None else self.Cli()
-        if self.params.mode == "de-novo":
-            out = self(seed=seed, lengths=[inputs.length or self.params.length] * inputs.num_samples)
-        else:
-            out = self(seed=seed, sequences=[inputs.sequence or EXAMPLE_SEQUENCES[0]] * inputs.num_samples)
-        return "\n".join(f"{a} -> {b}  ({st['edits']} edits, {st['forwards']} forwards)"
-                         for a, b, st in zip(out.initial, out.sequences, out.stats))
+        lines = []
+        for i in range(inputs.num_samples):  # sample i is seeded by seed + i (rows of one call share the seed)
+            if self.params.mode == "de-novo":
+                out = self(seed=seed + i, lengths=[inputs.length or self.params.length])
+            else:
+                out = self(seed=seed + i, sequences=[inputs.sequence or EXAMPLE_SEQUENCES[0]])
+            lines.append(f"{out.initial[0]} -> {out.sequences[0]}  ({out.stats[0]['edits']} edits, {out.stats[0]['forwards']} forwards)")
+        return "\n".join(lines)
