@@ -27,7 +27,7 @@ def test_dplm_checkpoint_converts_and_sub_head_matches_esm_for_masked_lm():
     net = DPLMEvoNet(cfg)
     net.load_state_dict(from_dplm(state), strict=True)
     assert torch.equal(net.del_head.weight, torch.zeros_like(net.del_head.weight))
-    assert float(net.ins_head.bias) == EDIT_HEAD_BIAS
+    assert float(net.ins_head.bias.detach()) == EDIT_HEAD_BIAS
     x = torch.tensor([from_text("ACDEFG#HIK")])
     sub, d, i = net(x, torch.tensor([10]))
     ids = torch.tensor([[0] + [ESM_VOCAB.index(c) if c != "#" else 32 for c in "ACDEFG#HIK"] + [2]])
@@ -141,4 +141,4 @@ def test_full_variant_hub_file_path_loads_a_tiny_dplm_layout_file(tmp_path):
     net = build_model(local, spec_dir=tmp_path, device="cpu", allow_outside_paths=True)
     assert torch.equal(net.lm_head.decoder.weight, ref.esm.embeddings.word_embeddings.weight)
     assert torch.equal(net.esm.encoder.layer[0].attention.self.query.weight, ref.esm.encoder.layer[0].attention.self.query.weight)
-    assert float(net.del_head.bias) == EDIT_HEAD_BIAS
+    assert float(net.del_head.bias.detach()) == EDIT_HEAD_BIAS
