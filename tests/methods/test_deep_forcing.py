@@ -252,3 +252,71 @@ def test_llm_recompute_check_rejects_unrotated_sinks():
 
     with pytest.raises(AssertionError, match="differ from recomputation"):
         inv.check_llm_cache_equals_recompute(no_rotation, 2, 6, 12, True, 0)
+
+
+# ----------------------------------------------------------------------------- diffusers: Wan processors, the Self-Forcing converter
+def test_wan_recompute_check_rejects_chunk_relative_rope():
+    from zoo.methods.deep_forcing.wan import DeepForcingWanProcessor, install_deep_forcing
+
+    class ChunkRelative(DeepForcingWanProcessor):  # diffusers' default: every chunk's RoPE starts at frame 0
+        def __call__(self, attn, hidden_states, *args, **kwargs):
+            start, self.session.start_frame = self.session.start_frame, 0
+            try:
+                return super().__call__(attn, hidden_states, *args, **kwargs)
+            finally:
+                self.session.start_frame = start
+
+    def install_wrong(model, **kw):
+        install_deep_forcing(model, **kw)
+        for i, blk in enumerate(model.blocks):
+            blk.attn1.set_processor(ChunkRelative(model.deep_forcing, i))
+        return model
+
+    inv.check_wan_cache_equals_recompute(install_deep_forcing, 0, 3, "deep-sink")
+    with pytest.raises(AssertionError, match="chunk 1: cached Wan output differs"):
+        inv.check_wan_cache_equals_recompute(install_wrong, 0, 3, "deep-sink")
+
+
+def test_wan_processors_keep_budget_over_long_rollout_with_repeated_steps():
+    from zoo.methods.deep_forcing.wan import install_deep_forcing, tiny_wan, wan_chunk
+
+    model = install_deep_forcing(tiny_wan(0), window_frames=21, sink_frames=10, budget_frames=16, recent_frames=4)
+    g = torch.Generator().manual_seed(0)
+    text = torch.randn(1, 5, 16, generator=g)
+    sizes = []
+    with torch.no_grad():
+        for j in range(12):  # 36 latent frames, 4 denoising calls + the clean re-run per chunk
+            for step, t in enumerate([1000, 750, 500, 250, 0]):
+                wan_chunk(model, torch.randn(1, 4, 3, 4, 4, generator=g), torch.tensor([t]), text, 3 * j)
+                sizes.append(model.deep_forcing.tokens)
+    F = 4
+    per_chunk = [sizes[5 * j:5 * j + 5] for j in range(12)]
+    assert all(len(set(s)) == 1 for s in per_chunk)  # repeated calls never change the size
+    assert max(sizes) <= 21 * F and per_chunk[-1][0] in (16 * F, 19 * F)
+    assert any(e.kind == "compress" for e in model.deep_forcing.caches[0].events)
+
+
+def test_self_forcing_checkpoint_loads_through_hub_file_converter_and_transform(tmp_path, monkeypatch):
+    from registry.build import build_model
+    from registry.spec import ZooSource
+    from test_weights_transforms import REV, fake_hub, sha
+    from zoo.methods.deep_forcing.wan import DeepForcingWanProcessor, build_wan_transformer, to_self_forcing
+
+    tiny = dict(num_layers=2, num_attention_heads=2, attention_head_dim=12, ffn_dim=32, in_channels=4, text_dim=16, freq_dim=16)
+    torch.manual_seed(3)
+    ref = build_wan_transformer(**tiny)
+    raw = to_self_forcing(ref.state_dict())
+    assert "model.blocks.0.self_attn.q.weight" in raw["generator_ema"] and "model.head.modulation" in raw["generator_ema"]
+    assert "model.blocks.1.norm3.weight" in raw["generator_ema"] and "model.blocks.0.ffn.0.weight" in raw["generator_ema"]
+    raw["generator"] = {k: torch.zeros_like(v) for k, v in raw["generator_ema"].items()}  # the non-EMA weights must not be used
+    f = fake_hub(tmp_path, monkeypatch, "gdhe17/Self-Forcing", "checkpoints/self_forcing_dmd.pt", lambda p: torch.save(raw, p))
+    src = ZooSource.model_validate({
+        "source": "zoo", "factory": "zoo.methods.deep_forcing.wan:build_wan_transformer", "config": tiny,
+        "weights": {"hub": "gdhe17/Self-Forcing", "revision": REV, "filename": "checkpoints/self_forcing_dmd.pt", "sha256": sha(f)},
+        "convert": "zoo.methods.deep_forcing.wan:from_self_forcing",
+        "transform": "zoo.methods.deep_forcing.wan:install_deep_forcing", "transform_config": {"sink_frames": 2, "budget_frames": 8, "window_frames": 12}})
+    model = build_model(src, spec_dir=tmp_path, device="cpu")
+    for k, v in ref.state_dict().items():
+        assert torch.equal(model.state_dict()[k], v), k
+    assert all(isinstance(b.attn1.processor, DeepForcingWanProcessor) for b in model.blocks)
+    assert model.deep_forcing.policy_kwargs["sink_frames"] == 2
