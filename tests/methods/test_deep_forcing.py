@@ -320,3 +320,21 @@ def test_self_forcing_checkpoint_loads_through_hub_file_converter_and_transform(
         assert torch.equal(model.state_dict()[k], v), k
     assert all(isinstance(b.attn1.processor, DeepForcingWanProcessor) for b in model.blocks)
     assert model.deep_forcing.policy_kwargs["sink_frames"] == 2
+
+
+def test_self_forcing_sampler_through_cache_equals_recomputation_and_respects_budget():
+    from zoo.methods.deep_forcing.wan import install_deep_forcing, self_forcing_rollout, shifted_sigma, tiny_wan
+
+    assert shifted_sigma(1000) == 1.0 and shifted_sigma(0) == 0.0 and abs(shifted_sigma(250) - 5 / 8) < 1e-12
+    model = install_deep_forcing(tiny_wan(1), window_frames=21, sink_frames=10, budget_frames=16, recent_frames=4)
+    text = torch.randn(1, 5, 16, generator=torch.Generator().manual_seed(0))
+    cached = self_forcing_rollout(model, text, 9, (4, 4, 4), generator=torch.Generator().manual_seed(1))
+    ref = self_forcing_rollout(model, text, 9, (4, 4, 4), generator=torch.Generator().manual_seed(1), recompute=True)
+    assert cached.shape == (1, 4, 9, 4, 4)
+    assert float((cached - ref).abs().max()) <= 1e-4
+    # beyond the window: 30 frames, 5 calls per chunk; the cache stays within M and compresses to N
+    long = self_forcing_rollout(model, text, 30, (4, 4, 4), generator=torch.Generator().manual_seed(2))
+    assert torch.isfinite(long).all() and long.shape[2] == 30
+    ev = model.deep_forcing.caches[0].events
+    assert max(e.tokens_after for e in ev) <= 21 * 4 and sum(e.kind == "compress" for e in ev) >= 2
+    assert sum(e.kind == "overwrite" for e in ev) == 4 * 10  # 4 repeated calls per chunk never evict

@@ -30,7 +30,7 @@ from registry.contract import converter, factory, transform
 from .policy import CachePolicy, FrameKVCache, Rope3D
 
 __all__ = ["WanKVSession", "DeepForcingWanProcessor", "install_deep_forcing", "wan_chunk", "wan_causal_reference",
-           "from_self_forcing", "to_self_forcing", "build_wan_transformer", "tiny_wan"]
+           "from_self_forcing", "to_self_forcing", "build_wan_transformer", "tiny_wan", "self_forcing_rollout", "shifted_sigma"]
 
 
 class WanKVSession:
@@ -142,6 +142,52 @@ def wan_causal_reference(model: Any, latents: torch.Tensor, timesteps: torch.Ten
     finally:
         for blk, proc in zip(model.blocks, saved):
             blk.attn1.set_processor(proc)
+
+
+def shifted_sigma(t: float, shift: float = 5.0) -> float:
+    """Flow-matching noise level of timestep ``t`` in [0, 1000] warped by ``shift`` (Self-Forcing's
+    ``timestep_shift``, SD3's shift): ``sigma = shift s / (1 + (shift - 1) s)``, ``s = t / 1000``."""
+    s = t / 1000.0
+    return shift * s / (1 + (shift - 1) * s)
+
+
+@torch.no_grad()
+def self_forcing_rollout(model: Any, text: torch.Tensor, num_frames: int, latent_chw: tuple[int, int, int],
+                         steps: tuple[int, ...] = (1000, 750, 500, 250), shift: float = 5.0, chunk: int = 3,
+                         generator: torch.Generator | None = None, recompute: bool = False) -> torch.Tensor:
+    """Self-Forcing's chunk-wise few-step sampler (arXiv 2506.08009) on a Wan transformer with the Deep Forcing
+    processors: per chunk, ``len(steps)`` denoising calls (``x0 = x_t - sigma v``, renoised to the next level with
+    fresh noise; flow matching ``x_t = (1 - sigma) x0 + sigma eps``), then the clean re-run at ``t = 0`` that writes
+    the chunk's K/V (``context_noise = 0``). Returns the clean latents ``[B, C, num_frames, H, W]``.
+
+    ``recompute=True`` runs every call as :func:`wan_causal_reference` over ``[clean chunks so far | current chunk]``
+    instead of through the cache (the reference the cached sampler must equal while nothing is evicted)."""
+    B, (C, H, W) = text.shape[0], latent_chw
+    if num_frames % chunk:
+        raise ValueError(f"num_frames: expected a multiple of the chunk ({chunk}), got {num_frames}")
+    if not recompute:
+        model.deep_forcing.reset()
+    done: list[torch.Tensor] = []
+
+    def call(x: torch.Tensor, sigma: float, start: int) -> torch.Tensor:
+        if not recompute:
+            return wan_chunk(model, x, torch.full((B,), sigma * 1000.0), text, start)
+        seq = torch.cat([*done, x], 2)
+        ts = torch.cat([torch.zeros(B, start), torch.full((B, x.shape[2]), sigma * 1000.0)], 1)
+        return wan_causal_reference(model, seq, ts, text, chunk)[:, :, start:]
+
+    for start in range(0, num_frames, chunk):
+        x = torch.randn((B, C, chunk, H, W), generator=generator)
+        for i, t in enumerate(steps):
+            sigma = shifted_sigma(t, shift)
+            x0 = x - sigma * call(x, sigma, start)
+            if i + 1 < len(steps):
+                nxt = shifted_sigma(steps[i + 1], shift)
+                x = (1 - nxt) * x0 + nxt * torch.randn((B, C, chunk, H, W), generator=generator)
+        if not recompute:
+            call(x0, 0.0, start)  # the clean re-run: overwrites the chunk's K/V in place
+        done.append(x0)
+    return torch.cat(done, 2)
 
 
 # ----------------------------------------------------------------------------- the Self-Forcing checkpoint
