@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from registry.contract import invariant
 
-from .policy import CachePolicy, FifoReferenceCache, FrameKVCache, Rope3D, frame_positions, pc_scores, select_top_c, select_top_c_bruteforce
+from .policy import CachePolicy, FifoReferenceCache, FrameKVCache, Rope3D, pc_scores, select_top_c, select_top_c_bruteforce
 
 _FAST = settings(max_examples=12, deadline=None)
 _SEEDS = st.integers(0, 2**31 - 1)

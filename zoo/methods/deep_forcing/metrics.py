@@ -12,7 +12,7 @@ from registry.contract import metric_check
 from .procedures import identity_drift, motion_energy
 from .toy import CHANNELS, GRID, TRAIN_FRAMES, make_clips
 
-__all__ = ["policy_rollout", "drift_at", "motion_at", "ds_beats_fifo", "drift_difference"]
+__all__ = ["policy_rollout", "drift_at", "motion_at", "ds_beats_fifo"]
 
 
 def shared_inputs(batch: int, frames: int, seed: int, prompt_frames: int = 3) -> dict[str, torch.Tensor]:
@@ -63,9 +63,3 @@ def ds_beats_fifo(pipeline: Any, frames: int = 252, batch: int = 32, sink: str =
     (one-sided; a 1% false-pass rate if the two policies drifted equally), else 0.0."""
     mean, se = paired(pipeline, sink, fifo, frames, batch)
     return 1.0 if mean > 2.326 * se else 0.0
-
-
-@metric_check
-def drift_difference(pipeline: Any, a: str, b: str, frames: int = 252, batch: int = 32) -> float:
-    """``drift(b) - drift(a)`` (clip mean over the last 21 frames), paired."""
-    return paired(pipeline, a, b, frames, batch)[0]

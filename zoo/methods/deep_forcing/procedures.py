@@ -23,9 +23,9 @@ __all__ = ["DeepForcingRollout", "RolloutOutput", "identity_drift", "motion_ener
 
 @dataclass
 class RolloutOutput(ProcedureOutput):
-    """``samples [B, T, G, C]`` (sampled frames; the prompt first), ``means`` (predicted means; the prompt copied),
-    ``palette [B, C]`` (when the prompt was drawn here), ``cache_tokens`` (layer-0 cached tokens at each chunk's
-    query call, counted exactly) and ``policy`` (the cache policy's settings)."""
+    """``samples`` ``[B, T, G, C]`` (sampled frames; the prompt first), ``means`` (predicted means; the prompt copied),
+    ``palette`` ``[B, C]`` (the clips' identity, when drawn here or passed in), ``cache_tokens`` (layer-0 cached tokens
+    at each chunk's query call, counted exactly) and ``policy`` (the cache policy's settings)."""
 
     samples: Any = None
     means: Any = None
