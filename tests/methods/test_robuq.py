@@ -246,3 +246,104 @@ def test_latent_sampler_runs_on_tiny_dit_and_vae():
     x, t, y = torch.randn(2, 4, 4, 4), torch.tensor([3, 700]), torch.tensor([1, 999])
     with torch.no_grad():
         assert (q(x, t, class_labels=y).sample - dit(x, t, class_labels=y).sample).abs().max() < 1e-5
+
+
+# ----------------------------------------------------------------------------- 8-bit attention products
+from zoo.methods.robuq.attention import QuantAttnProcessor, attention_bits_of, quantized_attention  # noqa: E402
+
+
+class _AlwaysExplicit(QuantAttnProcessor):
+    """Wrong: with quantisation off it still runs its own explicit softmax path (not the stock processor)."""
+
+    def __init__(self, bits):
+        super().__init__(16 if bits is None else bits)
+        self._off = bits is None
+
+    def __call__(self, attn, hidden_states, *a, **kw):
+        if not self.enabled:
+            return self._stock(attn, hidden_states, *a, **kw)
+        if self._off:
+            import zoo.methods.robuq.attention as A
+
+            orig = A.ste_quantize_tokens
+            A.ste_quantize_tokens = lambda x, b: x
+            try:
+                return super().__call__(attn, hidden_states, *a, **kw)
+            finally:
+                A.ste_quantize_tokens = orig
+        return super().__call__(attn, hidden_states, *a, **kw)
+
+
+def test_attention_off_check_rejects_an_explicit_fp_path():
+    with pytest.raises(AssertionError, match="off changed the output"):
+        inv.check_attention_off_exact(_AlwaysExplicit, 0, 8)
+
+
+def _wrong_processor(which: str):
+    import zoo.methods.robuq.attention as A
+
+    class Wrong(QuantAttnProcessor):
+        def __call__(self, *a, **kw):
+            orig = A.quantized_attention
+
+            def fn(q, k, v, scale, bits, mask=None):
+                Q = lambda t: quantize_tokens(t, bits)  # noqa: E731
+                if which == "per-tensor":
+                    Q = lambda t: quantize_tokens(t.reshape(1, -1), bits).reshape(t.shape)  # noqa: E731
+                p = (Q(q) @ Q(k).transpose(-1, -2) * scale).softmax(-1)
+                return (p if which == "no-p" else Q(p)) @ (v if which == "no-v" else Q(v))
+
+            A.quantized_attention = fn
+            try:
+                return super().__call__(*a, **kw)
+            finally:
+                A.quantized_attention = orig
+
+    return Wrong
+
+
+@pytest.mark.parametrize("which", ["per-tensor", "no-p", "no-v"])
+def test_attention_reference_check_rejects_wrong_operand_quantisation(which):
+    """Per-tensor instead of per-token scales, unquantised probabilities, unquantised values: each differs
+    from the brute-force reference."""
+    with pytest.raises(AssertionError, match="brute-force"):
+        inv.check_attention_reference(_wrong_processor(which), 0, 4, 2, 4)
+
+
+def test_attention_bound_check_rejects_a_missing_scale():
+    no_scale = lambda q, k, v, scale, bits: quantized_attention(q, k, v, 1.0, bits)  # noqa: E731
+    with pytest.raises(AssertionError, match="above the quantisation bound"):
+        inv.check_attention_error_bound(no_scale, 0, 8)
+
+
+def test_attention_error_on_the_digits_dit_is_small_and_falls_with_bits():
+    """Measured on the FP DiT's own attention inputs (the spec metric): 8 bits ~1.5e-5 relative."""
+    from zoo.common.digits import load_digits_dit
+    from zoo.methods.robuq.metrics import attention_error
+
+    errs = [attention_error(load_digits_dit(), b) for b in (4, 6, 8)]
+    assert errs[0] > errs[1] > errs[2] > 0 and errs[2] < 1e-4
+
+
+def test_attention_quantiser_passes_straight_through_gradients():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 4, generator=g, requires_grad=True) for _ in range(3))
+    quantized_attention(q, k, v, 0.5, 4).square().sum().backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all() and t.grad.abs().sum() > 0
+
+
+def test_quantize_dit_attention_bits_layout_and_validation(tmp_path):
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+
+    fp = load_digits_dit()
+    q = quantize_dit(copy.deepcopy(fp), a_bits=4)
+    assert attention_bits_of(q) == {"transformer_blocks.0.attn1": 8, "transformer_blocks.1.attn1": 8}  # the paper's default
+    assert set(attention_bits_of(quantize_dit(copy.deepcopy(fp), a_bits=4, attention_bits=None)).values()) == {None}
+    for bad in (1, 17, True):
+        with pytest.raises(ValueError, match="attention_bits"):
+            quantize_dit(copy.deepcopy(fp), attention_bits=bad)
+    loaded = load_packed(pack_model(q, tmp_path / "p.safetensors"), build_digits_dit)
+    assert attention_bits_of(loaded) == attention_bits_of(q)
+    set_enabled(q, False)
+    assert {b.attn1.processor.enabled for b in q.transformer_blocks} == {False}

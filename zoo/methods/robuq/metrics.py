@@ -40,6 +40,39 @@ def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: i
     return num / den
 
 
+@torch.no_grad()
+def attention_error(model: Any, bits: int, n: int = 64, seed: int = 0) -> float:
+    """Relative output error ``sum_l ||A_b(x_l) - A(x_l)||^2 / sum_l ||A(x_l)||^2`` of every block's self-attention
+    (``attn1``, output projection included) on the FP DiT's own attention inputs (a fixed noised train
+    batch): ``A`` = diffusers' stock processor, ``A_b`` = :class:`~.attention.QuantAttnProcessor` at ``bits``
+    (both attention products' operands quantised per token; the projections stay FP)."""
+    from diffusers.models.attention_processor import AttnProcessor2_0
+
+    from .attention import QuantAttnProcessor
+
+    attns = [blk.attn1 for blk in model.transformer_blocks]
+    inputs: list[torch.Tensor] = []
+    hooks = [a.register_forward_pre_hook(lambda m, args: inputs.append(args[0].detach())) for a in attns]
+    try:
+        xt, t, y, _ = digits_eps_batch(n, seed)
+        model(xt, t, class_labels=y)
+    finally:
+        for h in hooks:
+            h.remove()
+    num = den = 0.0
+    for a, x in zip(attns, inputs):
+        ref = AttnProcessor2_0()(a, x)
+        num += float(((QuantAttnProcessor(bits)(a, x) - ref) ** 2).sum())
+        den += float((ref**2).sum())
+    return num / den
+
+
+@metric_check
+def attn_error(pipeline: Any, bits: int, role: str = "dit") -> float:
+    """:func:`attention_error` of the FP role's self-attention at ``bits``."""
+    return attention_error(pipeline.models[role], bits)
+
+
 @metric_check
 def act_error(pipeline: Any, bits: int, hadamard: bool, role: str = "dit") -> float:
     """:func:`activation_error` of the FP role at ``bits`` with or without the Hadamard rotation."""

@@ -49,19 +49,24 @@ def heldout_eps_mse(model: Any, n: int = 360, seed: int = 1) -> float:
 @transform
 def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
                  weight: str = "ternary", adaln: bool = True, ampn_avg_bits: float | None = None, ampn_choices: list[int] | None = None,
-                 calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None) -> Any:
-    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`). With ``ampn_avg_bits``
+                 calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None,
+                 attention_bits: int | None = 8) -> Any:
+    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`); ``attention_bits`` (2..16,
+    default 8 = the paper's layout; ``None`` = FP attention products) fake-quantises the operands of
+    ``QK^T`` and ``softmax V`` per token (:class:`~.attention.QuantAttnProcessor`). With ``ampn_avg_bits``
     the activation bits come from AMPN: sensitivities on ``calib_size`` noised train digits, exact DP
     allocation over ``ampn_choices`` (default 1..4) under the average-bit budget; the allocation is
     kept on the model as ``robuq_bits``. Sensitivities are measured on the post-training-quantised
     model (the paper measures them after ~1k QAT steps)."""
     if packed is not None:
-        return _load_packed_into(model, packed, sha256)
+        return _load_packed_into(model, packed, sha256)  # the file's layout (attention bits included) rules
+    if attention_bits is not None and (isinstance(attention_bits, bool) or not 2 <= int(attention_bits) <= 16):
+        raise ValueError(f"transform_config.attention_bits: expected 2..16 or null, got {attention_bits}")
     if weight not in ("ternary", "fp", "int4"):
         raise ValueError(f"transform_config.weight: expected ternary, fp or int4, got {weight!r}")
     if a_bits is not None and not 1 <= int(a_bits) <= 16:
         raise ValueError(f"transform_config.a_bits: expected 1..16 or null, got {a_bits}")
-    install_quantizers(model, a_bits, hadamard, block, lowrank_rank, weight, adaln)  # type: ignore[arg-type]
+    install_quantizers(model, a_bits, hadamard, block, lowrank_rank, weight, adaln, attention_bits)  # type: ignore[arg-type]
     if ampn_avg_bits is not None:
         choices = list(ampn_choices or [1, 2, 3, 4])
         xt, t, y, _ = digits_eps_batch(calib_size, calib_seed)
