@@ -347,3 +347,60 @@ def test_quantize_dit_attention_bits_layout_and_validation(tmp_path):
     assert attention_bits_of(loaded) == attention_bits_of(q)
     set_enabled(q, False)
     assert {b.attn1.processor.enabled for b in q.transformer_blocks} == {False}
+
+
+# ----------------------------------------------------------------------------- Gaussian-clip activation quantiser
+def test_gaussian_step_is_max_1960_and_mse_optimal():
+    from zoo.methods.robuq.quant import gaussian_step, quantize_tokens_gaussian
+
+    for b, ref in zip((1, 2, 3, 4), (1.596, 0.996, 0.586, 0.335)):  # Max 1960's table (the note's Monte-Carlo check agrees)
+        assert abs(gaussian_step(b) - ref) < 2e-3
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 4096, generator=g, dtype=torch.float64)
+    for b, mse_ref in zip((2, 3, 4), (0.119, 0.037, 0.012)):
+        q = quantize_tokens_gaussian(x, b)
+        assert all(row.unique().numel() <= 2**b for row in q[:20])
+        mse = float(((q - x) ** 2).mean())
+        assert abs(mse - mse_ref) / mse_ref < 0.06, (b, mse)
+        # a step 20 % off either way is worse (the negative control for the optimality)
+        c = gaussian_step(b)
+        for f in (0.8, 1.2):
+            half = (2**b - 1) / 2
+            mu, sd = x.mean(-1, keepdim=True), x.std(-1, keepdim=True, correction=0)
+            qq = mu + ((((x - mu) / (sd * c * f)) + half).round().clamp(0, 2 * half) - half) * sd * c * f
+            assert float(((qq - x) ** 2).mean()) > mse
+
+
+def test_gaussian_clip_gradient_is_zero_beyond_the_outer_levels_and_round_trips(tmp_path):
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.methods.robuq.quant import gaussian_step, ste_quantize_tokens
+
+    x = torch.tensor([[0.0, 0.1, -0.1, 0.2, -0.2, 0.05, -0.05, 9.0]], requires_grad=True)
+    ste_quantize_tokens(x, 2, "gaussian").sum().backward()
+    xd = x.detach()
+    reach = xd.std(-1, correction=0) * gaussian_step(2) * 1.5
+    inside = ((xd - xd.mean(-1, keepdim=True)).abs() < reach).float()
+    assert torch.equal(x.grad, inside) and inside[0, -1] == 0 and inside[0, 0] == 1
+    with pytest.raises(ValueError, match="a_clip"):
+        quantize_dit(load_digits_dit(), a_clip="lloyd")
+    q = quantize_dit(load_digits_dit(), a_bits=3, a_clip="gaussian")
+    assert {m.a_clip for n, m in quant_modules(q).items() if "norm1" not in n} == {"gaussian"}
+    loaded = load_packed(pack_model(q, tmp_path / "g.safetensors"), build_digits_dit)
+    for m in quant_modules(q).values():
+        m.freeze()
+    x, t, y = torch.randn(2, 1, 8, 8), torch.tensor([5, 600]), torch.tensor([1, 7])
+    with torch.no_grad():
+        assert torch.equal(loaded(x, t, class_labels=y).sample, q(x, t, class_labels=y).sample)
+
+
+def test_ampn_allocate_after_qat_respects_budget_and_sets_bits():
+    from zoo.common.digits import load_digits_dit
+    from zoo.methods.robuq.model import group_costs, layer_groups
+    from zoo.methods.robuq.procedures import ampn_allocate
+
+    q = quantize_dit(load_digits_dit(), a_bits=2)
+    qat_finetune(q, 3, 5e-4, 16, seed=0)
+    bits = ampn_allocate(q, 2.0, calib_size=16)
+    costs = group_costs(q)
+    assert sum(costs[g] * b for g, b in bits.items()) <= 2.0 * sum(costs.values()) and set(bits.values()) <= {1, 2, 3, 4}
+    assert {g: q.get_submodule(n[0]).a_bits for g, n in layer_groups(q).items()} == bits

@@ -60,7 +60,7 @@ def layer_groups(model: nn.Module) -> dict[str, list[str]]:
 
 
 def install_quantizers(model: nn.Module, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
-                       weight: str = "ternary", adaln: bool = True, attention_bits: int | None = 8) -> nn.Module:
+                       weight: str = "ternary", adaln: bool = True, attention_bits: int | None = 8, a_clip: str = "minmax") -> nn.Module:
     """Replace the targeted ``nn.Linear`` of ``model`` (in place) by :class:`QuantLinear`, give every block's
     self-attention a :class:`~.attention.QuantAttnProcessor` (``attention_bits``; ``None``: FP products,
     the stock processor's output) and return the model."""
@@ -69,7 +69,7 @@ def install_quantizers(model: nn.Module, a_bits: int | None = 4, hadamard: bool 
             lin = _get(model, n)
             if not isinstance(lin, nn.Linear):
                 raise ValueError(f"{n}: expected nn.Linear, found {type(lin).__name__}")
-            _set(model, n, QuantLinear(lin, weight, a_bits, hadamard, block, lowrank_rank))
+            _set(model, n, QuantLinear(lin, weight, a_bits, hadamard, block, lowrank_rank, a_clip))  # type: ignore[arg-type]
     if adaln:
         for i in range(len(model.transformer_blocks)):
             n = f"transformer_blocks.{i}.{ADALN}"
@@ -206,7 +206,7 @@ def packed_state(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, A
             tensors[f"{n}.scale"] = scale.reshape(-1).contiguous()
         else:
             tensors[f"{n}.w_hat"] = wr.contiguous()
-        layout[n] = {"weight_mode": m.weight_mode, "a_bits": m.a_bits, "hadamard": m.hadamard, "block": m.block,
+        layout[n] = {"weight_mode": m.weight_mode, "a_bits": m.a_bits, "a_clip": m.a_clip, "hadamard": m.hadamard, "block": m.block,
                      "lowrank_rank": m.lowrank_rank, "shape": [m.out_features, m.in_features]}
     skip = tuple(f"{n}." for n in qm)
     for k, v in model.state_dict().items():
@@ -258,7 +258,7 @@ def load_packed(path: str | Path, build: Callable[[], nn.Module]) -> nn.Module:
     tensors = load_file(str(path))
     model = build()
     for n, cfg in layout.items():
-        q = QuantLinear(_get(model, n), cfg["weight_mode"], cfg["a_bits"], cfg["hadamard"], cfg["block"], cfg["lowrank_rank"])
+        q = QuantLinear(_get(model, n), cfg["weight_mode"], cfg["a_bits"], cfg["hadamard"], cfg["block"], cfg["lowrank_rank"], cfg.get("a_clip", "minmax"))
         q.freeze()
         _set(model, n, q)
     for n, bits in attention.items():
