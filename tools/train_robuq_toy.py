@@ -53,6 +53,8 @@ def train(args: argparse.Namespace, out_dir: Path) -> dict[str, Path]:
     fp = load_digits_dit()
     written = {}
     for setting, cfg in SETTINGS.items():
+        if args.only and setting not in args.only:
+            continue
         t0 = time.time()
         cfg = dict(cfg)
         avg = cfg.pop("ampn_avg_bits", None)
@@ -80,12 +82,13 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=2e-4)
     ap.add_argument("--ampn-warmup", type=int, default=100, help="AMPN: QAT steps before measuring sensitivities (default 100)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", nargs="+", choices=list(SETTINGS), help="train (or --check) only these settings")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "specs" / "weights")
     add_check_argument(ap)
     args = ap.parse_args(argv)
     t0 = time.time()
     if args.check:
-        ok = check_reproduces(lambda d: train(args, d), {name(s): args.out_dir / name(s) for s in SETTINGS})
+        ok = check_reproduces(lambda d: train(args, d), {name(s): args.out_dir / name(s) for s in SETTINGS if not args.only or s in args.only})
         print(f"{time.time() - t0:.1f}s")
         return 0 if ok else 1
     train(args, args.out_dir)

@@ -404,3 +404,25 @@ def test_ampn_allocate_after_qat_respects_budget_and_sets_bits():
     costs = group_costs(q)
     assert sum(costs[g] * b for g, b in bits.items()) <= 2.0 * sum(costs.values()) and set(bits.values()) <= {1, 2, 3, 4}
     assert {g: q.get_submodule(n[0]).a_bits for g, n in layer_groups(q).items()} == bits
+
+
+def test_packed_metadata_is_one_key_and_old_files_still_load(tmp_path):
+    """safetensors writes its metadata map in a per-process order: one key keeps the file bytes (and the
+    pinned sha256) reproducible. Files from before the attention quantiser (``robuq_layout`` only) load
+    with FP attention products."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+
+    q = quantize_dit(load_digits_dit(), a_bits=4)
+    path = pack_model(q, tmp_path / "new.safetensors")
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+    assert list(meta) == ["robuq"]
+    old = tmp_path / "old.safetensors"
+    save_file(load_file(str(path)), str(old), metadata={"robuq_layout": json.dumps(json.loads(meta["robuq"])["linear"])})
+    loaded = load_packed(old, build_digits_dit)
+    assert attention_bits_of(loaded) == {} and len(quant_modules(loaded)) == len(quant_modules(q))

@@ -16,19 +16,27 @@ from .quant import fast_hadamard, quantize_tokens
 
 
 @torch.no_grad()
-def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: int = 0) -> float:
-    """Relative output error ``sum_l ||Q(x_l) W_l^T - x_l W_l^T||^2 / sum_l ||x_l W_l^T||^2`` over the targeted
-    Linear layers of an FP DiT (inputs recorded on a fixed noised train batch), with the per-token
-    ``bits``-bit quantiser applied to ``x`` or to the rotated ``x H`` (weights FP: the activation error alone)."""
-    names = [n_ for names in layer_groups(model).values() for n_ in names]
+def recorded_inputs(model: Any, names: list[str], n: int = 64, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The first positional input of each named submodule during one forward pass on the fixed noised
+    train batch :func:`~.procedures.digits_eps_batch` ``(n, seed)``."""
     inputs: dict[str, torch.Tensor] = {}
-    hooks = [model.get_submodule(nm).register_forward_hook(lambda m, a, o, nm=nm: inputs.__setitem__(nm, a[0].detach())) for nm in names]
+    hooks = [model.get_submodule(nm).register_forward_pre_hook(lambda m, a, nm=nm: inputs.__setitem__(nm, a[0].detach())) for nm in names]
     try:
         xt, t, y, _ = digits_eps_batch(n, seed)
         model(xt, t, class_labels=y)
     finally:
         for h in hooks:
             h.remove()
+    return inputs
+
+
+@torch.no_grad()
+def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: int = 0) -> float:
+    """Relative output error ``sum_l ||Q(x_l) W_l^T - x_l W_l^T||^2 / sum_l ||x_l W_l^T||^2`` over the targeted
+    Linear layers of an FP DiT (inputs recorded on a fixed noised train batch), with the per-token
+    ``bits``-bit quantiser applied to ``x`` or to the rotated ``x H`` (weights FP: the activation error alone)."""
+    names = [n_ for names in layer_groups(model).values() for n_ in names]
+    inputs = recorded_inputs(model, names, n, seed)
     num = den = 0.0
     for nm in names:
         w = model.get_submodule(nm).weight.detach()
@@ -50,17 +58,11 @@ def attention_error(model: Any, bits: int, n: int = 64, seed: int = 0) -> float:
 
     from .attention import QuantAttnProcessor
 
-    attns = [blk.attn1 for blk in model.transformer_blocks]
-    inputs: list[torch.Tensor] = []
-    hooks = [a.register_forward_pre_hook(lambda m, args: inputs.append(args[0].detach())) for a in attns]
-    try:
-        xt, t, y, _ = digits_eps_batch(n, seed)
-        model(xt, t, class_labels=y)
-    finally:
-        for h in hooks:
-            h.remove()
+    names = [f"transformer_blocks.{i}.attn1" for i in range(len(model.transformer_blocks))]
+    inputs = recorded_inputs(model, names, n, seed)
     num = den = 0.0
-    for a, x in zip(attns, inputs):
+    for nm in names:
+        a, x = model.get_submodule(nm), inputs[nm]
         ref = AttnProcessor2_0()(a, x)
         num += float(((QuantAttnProcessor(bits)(a, x) - ref) ** 2).sum())
         den += float((ref**2).sum())

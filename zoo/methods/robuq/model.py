@@ -223,7 +223,9 @@ def pack_model(model: nn.Module, path: str | Path) -> Path:
     tensors, layout = packed_state(model)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"robuq_layout": json.dumps(layout, sort_keys=True), "robuq_attention": json.dumps(attention_bits_of(model), sort_keys=True)}
+    # ONE metadata key: safetensors writes the metadata map in a per-process (hash) order, so two keys would make
+    # the file bytes (and the pinned sha256) differ between runs with identical tensors
+    meta = {"robuq": json.dumps({"linear": layout, "attention": attention_bits_of(model)}, sort_keys=True)}
     save_file(tensors, str(path), metadata=meta)
     return path
 
@@ -253,8 +255,11 @@ def load_packed(path: str | Path, build: Callable[[], nn.Module]) -> nn.Module:
 
     with safe_open(str(path), framework="pt") as f:
         meta = f.metadata()
-    layout = json.loads(meta["robuq_layout"])
-    attention = json.loads(meta.get("robuq_attention", "{}"))
+    if "robuq" in meta:
+        doc = json.loads(meta["robuq"])
+        layout, attention = doc["linear"], doc["attention"]
+    else:  # files written before the attention quantiser: the linear layout only
+        layout, attention = json.loads(meta["robuq_layout"]), {}
     tensors = load_file(str(path))
     model = build()
     for n, cfg in layout.items():
