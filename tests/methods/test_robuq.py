@@ -286,7 +286,7 @@ def _wrong_processor(which: str):
         def __call__(self, *a, **kw):
             orig = A.quantized_attention
 
-            def fn(q, k, v, scale, bits, mask=None):
+            def fn(q, k, v, scale, bits):
                 Q = lambda t: quantize_tokens(t, bits)  # noqa: E731
                 if which == "per-tensor":
                     Q = lambda t: quantize_tokens(t.reshape(1, -1), bits).reshape(t.shape)  # noqa: E731
@@ -426,3 +426,17 @@ def test_packed_metadata_is_one_key_and_old_files_still_load(tmp_path):
     save_file(load_file(str(path)), str(old), metadata={"robuq_layout": json.dumps(json.loads(meta["robuq"])["linear"])})
     loaded = load_packed(old, build_digits_dit)
     assert attention_bits_of(loaded) == {} and len(quant_modules(loaded)) == len(quant_modules(q))
+
+
+def test_attention_processor_refuses_cross_attention_and_masks():
+    from diffusers.models.attention_processor import Attention
+
+    attn = Attention(query_dim=8, heads=2, dim_head=4).eval()
+    attn.set_processor(QuantAttnProcessor(8))
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match="unmasked"):
+        attn(x, encoder_hidden_states=x)
+    with pytest.raises(ValueError, match="unmasked"):
+        attn(x, attention_mask=torch.zeros(1, 3))
+    attn.processor.enabled = False  # off: the stock processor handles whatever diffusers supports
+    assert attn(x, encoder_hidden_states=x).shape == (1, 3, 8)

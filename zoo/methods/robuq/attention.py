@@ -33,14 +33,10 @@ from .quant import ste_quantize_tokens
 __all__ = ["QuantAttnProcessor", "quantized_attention", "install_attention_quantizers", "attention_bits_of"]
 
 
-def quantized_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, bits: int,
-                        mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``Q_b(softmax(scale Q_b(q) Q_b(k)^T + mask)) Q_b(v)`` on ``(..., tokens, head_dim)`` tensors, every
+def quantized_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, bits: int) -> torch.Tensor:
+    """``Q_b(softmax(scale Q_b(q) Q_b(k)^T)) Q_b(v)`` on ``(..., tokens, head_dim)`` tensors, every
     operand quantised per row (last axis) with the straight-through estimator."""
-    s = ste_quantize_tokens(q, bits) @ ste_quantize_tokens(k, bits).transpose(-1, -2) * scale
-    if mask is not None:
-        s = s + mask
-    p = s.softmax(dim=-1)
+    p = (ste_quantize_tokens(q, bits) @ ste_quantize_tokens(k, bits).transpose(-1, -2) * scale).softmax(dim=-1)
     return ste_quantize_tokens(p, bits) @ ste_quantize_tokens(v, bits)
 
 
@@ -49,8 +45,8 @@ class QuantAttnProcessor:
     attention products fake-quantised to ``bits`` bits (:func:`quantized_attention`).
 
     ``bits=None`` or ``enabled=False``: delegates to diffusers' ``AttnProcessor2_0`` (the stock DiT
-    processor), so the output is identical. Unsupported ``Attention`` features (spatial/group norm,
-    4-D inputs) are refused with a ``ValueError`` when quantising."""
+    processor), so the output is identical. Unsupported ``Attention`` uses (cross-attention, masks,
+    spatial/group norm, 4-D inputs) are refused with a ``ValueError`` when quantising."""
 
     def __init__(self, bits: int | None = 8):
         if bits is not None and not 2 <= int(bits) <= 16:
@@ -63,14 +59,12 @@ class QuantAttnProcessor:
                  attention_mask: torch.Tensor | None = None, temb: torch.Tensor | None = None, *args: Any, **kwargs: Any) -> torch.Tensor:
         if self.bits is None or not self.enabled:
             return self._stock(attn, hidden_states, encoder_hidden_states, attention_mask, temb, *args, **kwargs)
-        if attn.spatial_norm is not None or attn.group_norm is not None or hidden_states.ndim != 3:
-            raise ValueError("QuantAttnProcessor supports (batch, tokens, dim) attention without spatial/group norm (the DiT's attn1)")
+        if (attn.spatial_norm is not None or attn.group_norm is not None or hidden_states.ndim != 3 or encoder_hidden_states is not None
+                or attention_mask is not None):
+            raise ValueError("QuantAttnProcessor supports unmasked (batch, tokens, dim) self-attention without spatial/group norm (the DiT's attn1)")
         residual = hidden_states
         b, n, _ = hidden_states.shape
-        context = hidden_states if encoder_hidden_states is None else encoder_hidden_states
-        if encoder_hidden_states is not None and attn.norm_cross:
-            context = attn.norm_encoder_hidden_states(context)
-        q, k, v = attn.to_q(hidden_states), attn.to_k(context), attn.to_v(context)
+        q, k, v = attn.to_q(hidden_states), attn.to_k(hidden_states), attn.to_v(hidden_states)
         h = attn.heads
         d = k.shape[-1] // h
         q, k, v = (t.reshape(b, -1, h, d).transpose(1, 2) for t in (q, k, v))
@@ -78,10 +72,7 @@ class QuantAttnProcessor:
             q = attn.norm_q(q)
         if attn.norm_k is not None:
             k = attn.norm_k(k)
-        mask = None
-        if attention_mask is not None:
-            mask = attn.prepare_attention_mask(attention_mask, context.shape[1], b).reshape(b, h, -1, attention_mask.shape[-1])
-        out = quantized_attention(q, k, v, attn.scale, self.bits, mask)
+        out = quantized_attention(q, k, v, attn.scale, self.bits)
         out = attn.to_out[1](attn.to_out[0](out.transpose(1, 2).reshape(b, n, h * d).to(q.dtype)))
         if attn.residual_connection:
             out = out + residual
