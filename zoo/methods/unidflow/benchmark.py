@@ -41,7 +41,7 @@ def evaluate_row(model, per_caption: int, seed: int, alpha) -> dict:
     return {"caption_accuracy": E.caption_accuracy(model, seed=seed, alpha=None if a is None else torch.tensor(a)),
             "faithfulness": gen["faithfulness"], "diversity": gen["diversity"],
             "edit_accuracy": E.editing(model, seed=seed, alpha=None if a is None else torch.tensor(a)),
-            "preference_margin": E.preference_margin(model)}
+            "preference_margin": E.preference_margin(model, alpha=None if a is None else torch.tensor(a))}
 
 
 def table(rows: list[dict]) -> str:
@@ -83,7 +83,7 @@ def plot(res: dict, path: Path) -> Path:
             ax.set_title(item["label"], fontsize=6)
             if j == 0:
                 ax.set_ylabel(panel["name"], fontsize=6)
-    fig.suptitle(f"UniDFlow toy: generated / edited grids (frame: rule check passes green, fails red); colours {', '.join(COLOURS)}", fontsize=7)
+    fig.suptitle(f"UniDFlow toy: generated / edited grids (frame: rule check passes green, fails red; source row: the final model's caption); colours {', '.join(COLOURS)}", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -101,7 +101,7 @@ def grid_panels(pipe, seed: int) -> list[dict]:
     ed = pipe.samplers["edit"]
     scenes = [3, 40, 100, 170, 250, 330]
     src = pipe.samplers["understand"](seed=seed, scenes=scenes)
-    out.append({"name": "edit: source", "items": [{"grid": g, "valid": True, "label": c} for g, c in zip(src.grids, src.captions)]})
+    out.append({"name": "edit: source (understood)", "items": [{"grid": g, "valid": v, "label": c} for g, v, c in zip(src.grids, src.valid, src.captions)]})
     colours = []
     from .world import all_scenes
 

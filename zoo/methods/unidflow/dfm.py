@@ -63,11 +63,11 @@ def dfm_loss(model, x1: torch.Tensor, task_ids: torch.Tensor, target: torch.Tens
     return dfm_masked_loss(logits, x1, masked, t, normalizer=max(float(target.sum()), 1.0))
 
 
-def elbo(model, x1: torch.Tensor, task_ids: torch.Tensor, t: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+def elbo(model, x1: torch.Tensor, task_ids: torch.Tensor, t: torch.Tensor, masked: torch.Tensor, alpha=None) -> torch.Tensor:
     """Per-row surrogate log-likelihood ``ℓ(x) = −Σ_i w(t) 1[masked_i] CE_i`` at the given ``(t, mask)``,
     ``w(t) = κ̇/(1 − κ) = 1/(1 − t)``; its expectation over ``t ~ U(0,1)`` and the masks is the DFM ELBO."""
     xt = torch.where(masked, torch.full_like(x1, TOK.mask_token_id), x1)
-    logits = model(xt, t, task_ids)
+    logits = model(xt, t, task_ids, alpha=alpha)
     ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x1, reduction="none")
     return -(ce * masked).sum(1) / (1.0 - t).clamp_min(1e-6)
 

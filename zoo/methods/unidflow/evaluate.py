@@ -65,7 +65,7 @@ def editing(model, steps: int = 16, temperature: float = 0.0, seed: int = 0, alp
 
 
 @torch.no_grad()
-def preference_margin(model, n: int = 512, seed: int = 1234) -> float:
+def preference_margin(model, n: int = 512, seed: int = 1234, alpha=None) -> float:
     """Mean ``ℓ(w|c) − ℓ(l|c)`` (nats) over ``n`` held pairs with shared ``t`` and mask (fixed by ``seed``)."""
     from .training import preference_batch
 
@@ -74,7 +74,7 @@ def preference_margin(model, n: int = 512, seed: int = 1234) -> float:
     t = torch.rand(n, generator=g).clamp(max=0.95)
     _, masked = corrupt(w, target_mask(["gen"] * n), t, g)
     task = torch.full((n,), TASKS.index("gen"))
-    return float((elbo(model, w, task, t, masked) - elbo(model, l, task, t, masked)).mean())
+    return float((elbo(model, w, task, t, masked, alpha) - elbo(model, l, task, t, masked, alpha)).mean())
 
 
 def evaluate_all(model, per_caption: int = 16, seed: int = 0) -> dict[str, float]:
