@@ -46,8 +46,8 @@ def grid_text(ids: Sequence[int]) -> str:
 
 @dataclass
 class UniDFlowOutput(ProcedureOutput):
-    """``sequences [B, 37]`` (the full generated layouts); ``captions`` (understanding: the generated caption
-    text; generation/editing: the condition's); ``images [B, 16]`` image token ids of the generated (or given)
+    """``sequences`` ``[B, 37]``: the full generated layouts; ``captions`` (understanding: the generated caption
+    text; generation/editing: the condition's); ``images`` ``[B, 16]``: image token ids of the generated (or given)
     image; ``grids`` as text; ``valid`` -- the rule check of each row (understanding: the caption is the
     image's; generation: faithful to the caption; editing: the exact recoloured source); ``alphas`` -- the
     router's α per step (first row), or None for the shared adapter."""
