@@ -1,0 +1,165 @@
+"""UniDFlow's samplers: ``understand`` (image -> caption), ``generate`` (caption -> image) and ``edit``
+(instruction + source image -> image), all the same DFM sampler (:func:`~.dfm.dfm_sample`) on one model,
+differing in which slots are condition and which are target; the router mixes the adapters per row and step."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+import torch
+from pydantic import Field
+
+from registry.contract import Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
+
+from .dfm import dfm_sample
+from .world import COLOURS, LAYOUT, TOK, all_captions, all_scenes, caption_of, caption_tuple, encode, parse, render
+
+__all__ = ["UniDFlowSampler", "UniDFlowOutput", "caption_text", "parse_caption", "grid_text"]
+
+
+def caption_text(ids: Sequence[int]) -> str:
+    return " ".join(TOK.vocab[int(i)] for i in ids)
+
+
+def parse_caption(text: str) -> list[int]:
+    """``"red s2 tl"`` -> caption ids (ValueError naming the bad word)."""
+    words = text.split()
+    sets = (TOK.colour_ids, TOK.size_ids, TOK.bucket_ids)
+    if len(words) != 3:
+        raise ValueError(f"a caption is 3 words (colour size bucket, e.g. 'red s2 tl'), got {text!r}")
+    out = []
+    for w, ids in zip(words, sets):
+        i = TOK.stoi.get(w)
+        if i not in ids:
+            raise ValueError(f"caption word {w!r} is not one of {[TOK.vocab[j] for j in ids]}")
+        out.append(i)
+    return out
+
+
+def grid_text(ids: Sequence[int]) -> str:
+    """4 rows of colour initials (``r g b y``)."""
+    letters = {tid: c[0] for tid, c in zip(TOK.image_ids, COLOURS)}
+    cells = [letters.get(int(i), "?") for i in ids]
+    return "/".join("".join(cells[4 * r: 4 * r + 4]) for r in range(4))
+
+
+@dataclass
+class UniDFlowOutput(ProcedureOutput):
+    """``sequences`` ``[B, 37]``: the full generated layouts; ``captions`` (understanding: the generated caption
+    text; generation/editing: the condition's); ``images`` ``[B, 16]``: image token ids of the generated (or given)
+    image; ``grids`` as text; ``valid`` -- the rule check of each row (understanding: the caption is the
+    image's; generation: faithful to the caption; editing: the exact recoloured source); ``alphas`` -- the
+    router's α per step (first row), or None for the shared adapter."""
+
+    sequences: torch.Tensor
+    captions: list[str]
+    images: torch.Tensor
+    grids: list[str]
+    valid: list[bool]
+    alphas: list[float] | None = None
+
+
+class UniDFlowSampler(Procedure):
+    """One of the three tasks with ``steps`` DFM steps at ``temperature`` (0: greedy).
+
+    Inputs: ``understand`` -- ``images`` (``[B, 16]`` image token ids, or scene indices via ``scenes``);
+    ``generate`` -- ``captions`` (texts ``"red s2 tl"``); ``edit`` -- ``images`` + ``colours`` (colour words).
+    Without inputs, ``num_samples`` rows cycle through the world's scenes / captions."""
+
+    kind = "sampler"
+    batch_independent = True
+
+    class Params(ProcedureParams):
+        task: Literal["understand", "generate", "edit"] = "generate"
+        steps: int = Field(16, ge=1, le=64, description="DFM steps (the last one unmasks every remaining target position)")
+        temperature: float = Field(1.0, ge=0.0, le=10.0, description="draw temperature; 0 = argmax")
+        alpha: float | None = Field(None, ge=0.0, le=1.0, description="fixed router output (None: the learned router)")
+        model_role: Literal["model", "reference", "stage1", "shared"] = Field(
+            "model", description="which trained model runs: the final one, the stage-II reference, after stage I, or the shared-adapter ablation")
+
+    def __init__(self, models, params, device="cpu", dtype=None):
+        super().__init__(models, params, device, dtype)
+        self.model = self.models[params.model_role]
+
+    def _rows(self, captions=None, images=None, colours=None, scenes=None, num_samples: int | None = None) -> list[list[int]]:
+        task = self.params.task
+        if scenes is not None:
+            images = [render(all_scenes()[int(i)]) for i in scenes]
+        if task == "generate":
+            if captions is None:
+                caps = all_captions()
+                captions = [caption_text(caption_of_tuple(caps[i % len(caps)])) for i in range(num_samples or 1)]
+            return [encode("gen", text=parse_caption(c)) for c in captions]
+        if images is None:
+            sc = all_scenes()
+            images = [render(sc[(7 * i) % len(sc)]) for i in range(num_samples or 1)]
+        images = [list(map(int, im)) for im in images]
+        if task == "understand":
+            return [encode("und", image=im) for im in images]
+        if colours is None:
+            colours = []
+            for im in images:
+                s = parse(im)
+                colours.append(COLOURS[next(c for c in range(4) if s is None or (c != s.bg and c != s.fg))])
+        return [encode("edit", source=im, instr=TOK.stoi[c]) for im, c in zip(images, colours)]
+
+    def __call__(self, *, seed: int = 0, captions: Sequence[str] | None = None, images: Any = None, colours: Sequence[str] | None = None,
+                 scenes: Sequence[int] | None = None, num_samples: int | None = None) -> UniDFlowOutput:
+        p = self.params
+        rows = self._rows(captions, images, colours, scenes, num_samples)
+        task = {"understand": "und", "generate": "gen", "edit": "edit"}[p.task]
+        g = torch.Generator().manual_seed(seed)
+        dev = next(self.model.parameters()).device
+        cond = torch.tensor(rows, dtype=torch.long, device=dev)
+        alpha = None if p.alpha is None else torch.full((cond.shape[0],), p.alpha, device=dev)
+        if captions is None and images is None and scenes is None:
+            # unconditional call: the rows are one batch drawn from one generator seeded by ``seed``
+            outs = [dfm_sample(self.model, cond, task, p.steps, p.temperature, g, alpha=alpha)]
+        else:
+            # given inputs: each row with its own generator seeded by ``seed`` (row i of a batch = row i alone)
+            outs = [dfm_sample(self.model, cond[i:i + 1], task, p.steps, p.temperature, torch.Generator().manual_seed(seed),
+                               alpha=None if alpha is None else alpha[i:i + 1]) for i in range(cond.shape[0])]
+        seq = torch.cat(outs).cpu()
+        if task == "und":
+            imgs = seq[:, LAYOUT.image]
+            valid = [(s := parse(im)) is not None and caption_of(s) == seq[i, LAYOUT.text].tolist() for i, im in enumerate(imgs.tolist())]
+        else:
+            imgs = seq[:, LAYOUT.image]
+            valid = []
+            for i, im in enumerate(imgs.tolist()):
+                if task == "gen":
+                    s = parse(im)
+                    valid.append(s is not None and caption_of(s) == seq[i, LAYOUT.text].tolist())
+                else:
+                    src = parse(seq[i, LAYOUT.source].tolist())
+                    colour = TOK.colour_ids.index(int(seq[i, LAYOUT.instr]))
+                    tgt = None if src is None else (None if colour == src.bg else render(type(src)(colour, src.bg, src.size, src.r, src.c)))
+                    valid.append(tgt is not None and im == tgt)
+        alphas = None
+        if not getattr(self.model, "shared", False):
+            with torch.no_grad():
+                k = torch.tensor([("und", "gen", "edit").index(task)] * p.steps)
+                alphas = self.model.alpha((torch.arange(p.steps) / p.steps).to(dev), k.to(dev)).tolist() if p.alpha is None else [p.alpha] * p.steps
+        caps = [caption_text(s[LAYOUT.text].tolist()) if task != "edit" else f"recolour {TOK.vocab[int(s[LAYOUT.instr])]}" for s in seq]
+        return UniDFlowOutput(sequences=seq, captions=caps, images=imgs, grids=[grid_text(im) for im in imgs.tolist()], valid=valid, alphas=alphas)
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        rows = self._rows(num_samples=batch_size)
+        if self.params.task == "generate":
+            return {"captions": [caption_text(r[LAYOUT.text]) for r in rows]}
+        if self.params.task == "understand":
+            return {"images": [r[LAYOUT.image] for r in rows]}
+        return {"images": [r[LAYOUT.source] for r in rows], "colours": [TOK.vocab[r[LAYOUT.instr]] for r in rows]}
+
+    def input_rows(self, inputs):
+        n = len(inputs.get("captions") or inputs.get("images"))
+        return [{k: v[i:i + 1] for k, v in inputs.items()} for i in range(n)]
+
+    def output_rows(self, out: UniDFlowOutput) -> list[UniDFlowOutput]:
+        return [UniDFlowOutput(sequences=out.sequences[i:i + 1], captions=out.captions[i:i + 1], images=out.images[i:i + 1],
+                               grids=out.grids[i:i + 1], valid=out.valid[i:i + 1], alphas=out.alphas) for i in range(len(out.captions))]
+
+
+def caption_of_tuple(c: tuple[int, int, int]) -> list[int]:
+    return [TOK.colour_ids[c[0]], TOK.size_ids[c[1]], TOK.bucket_ids[c[2]]]
