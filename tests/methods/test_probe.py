@@ -197,7 +197,7 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.Ca
                "--json", str(tmp_path / "r.json")])
     assert rc == 0
     res = json.loads((tmp_path / "r.json").read_text())
-    assert set(res["arms"]) == {"probe (buffer, λ=10)", "no buffer (stage 2 only)", "λ = 0 (buffer)", "no critic (random LoRA, buffer)"}
+    assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic"}
     assert all(len(runs) == 2 for runs in res["arms"].values())
     assert (tmp_path / "probe.png").stat().st_size > 5000
     assert "held-out mean" in capsys.readouterr().out

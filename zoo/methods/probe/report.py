@@ -26,6 +26,10 @@ def mean_sd(xs: Sequence[float]) -> str:
     return f"{statistics.fmean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
 
 
+ARM_LABELS = {"probe": "PROBE (buffer, λ = 10)", "probe-no-buffer": "no buffer (same stage 2 on original fakes)",
+              "probe-lambda0": "λ = 0 (buffer)", "probe-no-critic": "no critic (random-direction LoRA, buffer)"}
+
+
 def format_bench(res: Mapping[str, Any]) -> str:
     """The benchmark table: per arm, mean ± s.d. over seeds of bAcc on each generator and the held-out mean."""
     arms = res["arms"]
@@ -38,9 +42,10 @@ def format_bench(res: Mapping[str, Any]) -> str:
         cells = [mean_sd([r["after"][k] for r in runs]) for k in names]
         um = [r["unseen_mean"]["after"] for r in runs]
         gain = [r["gain"] for r in runs]
-        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {mean_sd(um)} | {mean_sd(gain)} |")
+        lines.append(f"| {ARM_LABELS.get(arm, arm)} | " + " | ".join(cells) + f" | {mean_sd(um)} | {mean_sd(gain)} |")
     seeds = res["seeds"]
-    lines.append(f"\nmean ± s.d. over seeds {seeds} (stage-1 noise/labels, LoRA init, stage-2 batches); "
+    lr = f"; stage-2 lr {res['stage2_lr']:g}" if res.get("stage2_lr") is not None else ""
+    lines.append(f"\nmean ± s.d. over seeds {seeds} (stage-1 noise/labels, LoRA init, stage-2 batches){lr}; "
                  f"{res['n_eval']} real test digits vs {res['n_eval']} held-out fakes per generator.")
     if "paired" in res:
         lines.append("paired differences of the held-out mean (same seed): " +
