@@ -90,6 +90,13 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                 if known is not None and not known[0]:
                     hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
                     errors.append(SpecError(f"{src.source} has no class {src.model_class!r}{hint}", locate(file, f"{field}.model_class")))
+            if isinstance(src, TimmSource):
+                from .static import library_has
+
+                known = library_has("timm", src.model_name)
+                if known is not None and not known[0]:
+                    hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
+                    errors.append(SpecError(f"timm has no model {src.model_name!r}{hint}", locate(file, f"{field}.model_name")))
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 

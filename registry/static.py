@@ -68,8 +68,8 @@ def _library_names() -> dict[str, Any]:
 
 
 def library_has(library: str, name: str) -> tuple[bool, list[str]] | None:
-    """``(known, close names)`` for a model class name, or None when the installed version is not
-    the recorded one (no static answer)."""
+    """``(known, close names)`` for a model class name (transformers, diffusers) or a timm architecture
+    name, or None when the installed version is not the recorded one (no static answer)."""
     from importlib.metadata import PackageNotFoundError, version
 
     rec = _library_names().get(library)

@@ -74,6 +74,24 @@ def test_validate_catches_bad_params_classes_and_targets_statically(tmp_path: Pa
     assert heavy == []
 
 
+def test_validate_catches_a_misspelt_timm_architecture_statically(tmp_path: Path) -> None:
+    """A timm role's ``model_name`` is checked against timm's registered architectures (recorded by
+    tools/gen_static_index.py): a typo is one located line with a suggestion, a real name passes, and
+    neither imports torch or timm."""
+    timm_role = ("  detector:\n    kind: image-classifier\n    variants:\n"
+                 "      toy: {source: timm, model_name: test_resnet, kwargs: {in_chans: 1, num_classes: 2}}\n")
+    text = SPEC.replace("samplers:\n", timm_role + "samplers:\n", 1)
+    rc, out, heavy = validate(tmp_path, text)
+    assert rc == 0, out
+    assert heavy == []
+    rc, out, heavy = validate(tmp_path, text.replace("model_name: test_resnet", "model_name: test_resnt"))
+    assert rc == 2, out
+    line = next(ln for ln in out.splitlines() if "my-f-ddim.yaml:" in ln)
+    assert line.split("my-f-ddim.yaml:", 1)[1].startswith("18:27:"), line
+    assert "timm has no model 'test_resnt'; did you mean 'test_resnet'?" in line, line
+    assert heavy == []
+
+
 def test_static_param_check_agrees_with_the_params_model() -> None:
     """Invariant: for the f-dpmsolver sampler, the static check refuses exactly the values its
     pydantic Params model refuses (over valid, ill-typed, out-of-range and unknown values)."""

@@ -8,7 +8,8 @@
   the packages re-exporting it), with the JSON Schema of a procedure's ``Params`` and of a
   factory's ``config`` model.
 * ``registry/library_names.json``: the public CamelCase names of transformers and diffusers at
-  the installed versions (``model_class:`` is checked against them).
+  the installed versions (``model_class:`` is checked against them), and timm's registered
+  architecture names (``timm.list_models()``; a timm role's ``model_name:`` is checked against them).
 
 ``tests/test_static_index.py`` regenerates both in memory and fails when a committed file is
 stale: run ``python tools/gen_static_index.py`` after changing a ``Params`` model.
@@ -89,6 +90,9 @@ def library_names() -> dict[str, Any]:
         mod = importlib.import_module(lib)
         names = sorted(n for n in dir(mod) if n[:1].isupper() and n.replace("_", "").isalnum())
         out[lib] = {"version": version(lib), "names": names}
+    import timm
+
+    out["timm"] = {"version": version("timm"), "names": sorted(timm.list_models())}
     return {"generated_by": "tools/gen_static_index.py", **out}
 
 

@@ -1,0 +1,203 @@
+"""Behaviour of ``zoo.methods.probe`` beyond the spec's invariants: every invariant's negative control (a
+plausible wrong implementation fails the same check), the shipped detector pinned in the spec and in the code,
+the timm role as the engine builds it, stage 1 moving the critic's score, stage 2 leaving its input alone, the
+class-balanced batches, and the zoo run / bench paths."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from zoo.common.lora import LoRALinear, inject_lora
+from zoo.methods.probe import core
+from zoo.methods.probe import invariants as inv
+from zoo.methods.probe.core import FAKE, REAL, balanced_accuracy, probe_stage1
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ----------------------------------------------------------------------------- negative controls
+def _accuracy(pred: torch.Tensor, label: torch.Tensor) -> float:
+    return float((torch.as_tensor(pred) == torch.as_tensor(label)).double().mean())
+
+
+def _tpr_only(pred: torch.Tensor, label: torch.Tensor) -> float:
+    pos = torch.as_tensor(label) == FAKE
+    return float((torch.as_tensor(pred)[pos] == FAKE).double().mean())
+
+
+def test_symmetry_check_rejects_plain_accuracy_and_tpr_only() -> None:
+    """Plain accuracy is symmetric but a constant detector scores the class ratio, not 0.5, on imbalanced sets;
+    TPR alone is not symmetric in the class names."""
+    inv.check_bacc_symmetry_and_constant(balanced_accuracy, 3)
+    with pytest.raises(AssertionError):
+        inv.check_bacc_symmetry_and_constant(_accuracy, 3)
+    with pytest.raises(AssertionError):
+        inv.check_bacc_symmetry_and_constant(_tpr_only, 3)
+
+
+def test_duplication_check_rejects_plain_accuracy_and_swapped_denominators() -> None:
+    def swapped(pred, label):  # divides TP by the number of reals and TN by the number of fakes
+        pred, label = torch.as_tensor(pred), torch.as_tensor(label)
+        tp = float(((pred == FAKE) & (label == FAKE)).sum())
+        tn = float(((pred == REAL) & (label == REAL)).sum())
+        return 0.5 * (tp / float((label == REAL).sum()) + tn / float((label == FAKE).sum()))
+
+    inv.check_bacc_balanced_and_duplication(balanced_accuracy, 5)
+    with pytest.raises(AssertionError):
+        inv.check_bacc_balanced_and_duplication(_accuracy, 5)
+    with pytest.raises(AssertionError):
+        inv.check_bacc_balanced_and_duplication(swapped, 5)
+
+
+def test_balanced_accuracy_refuses_one_class_and_shape_mismatch() -> None:
+    with pytest.raises(ValueError, match="both classes"):
+        balanced_accuracy(torch.tensor([0, 1]), torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match="entries"):
+        balanced_accuracy(torch.tensor([0, 1, 1]), torch.tensor([0, 1]))
+
+
+def test_zero_b_check_rejects_a_lora_initialised_with_nonzero_b() -> None:
+    def nonzero_b(model, targets, rank):
+        names = inject_lora(model, targets, rank=rank)
+        for m in model.modules():
+            if isinstance(m, LoRALinear):
+                for b in m.lora_B.values():
+                    nn.init.normal_(b, std=1e-3)
+        return names
+
+    inv.check_zero_b_identity(inject_lora, 4)
+    with pytest.raises(AssertionError, match="max"):
+        inv.check_zero_b_identity(nonzero_b, 4)
+
+
+def test_frozen_check_rejects_a_critic_left_in_train_mode_and_a_no_op_stage1() -> None:
+    """A stage 1 that runs the critic in train mode updates its BatchNorm running statistics (bit-identity
+    fails); a stage 1 that never trains the LoRA would pass vacuously, so the check also requires motion."""
+    def train_mode_critic(dit, det, **kw):
+        det.train()
+        x = core.generate({"dit": dit}, core.SEEN, torch.tensor([1, 2]), 0)
+        det(x)  # BatchNorm updates its running mean/var in train mode
+        return probe_stage1(dit, det, **kw)
+
+    def no_op(dit, det, **kw):
+        run = probe_stage1(dit, det, **{**kw, "steps": 0})
+        run.l_prec.append(0.0)
+        return run
+
+    inv.check_detector_frozen(probe_stage1, 1)
+    with pytest.raises(AssertionError, match="changed during stage 1"):
+        inv.check_detector_frozen(train_mode_critic, 1)
+    with pytest.raises(AssertionError, match="did not move"):
+        inv.check_detector_frozen(no_op, 1)
+
+
+def test_buffer_check_rejects_snapshots_at_the_wrong_steps() -> None:
+    def off_by_one(dit, det, **kw):
+        run = probe_stage1(dit, det, **kw)
+        run.buffer_steps = [s - 1 for s in run.buffer_steps]
+        return run
+
+    with pytest.raises(AssertionError):
+        inv.check_buffer(off_by_one, 0, steps=2, every=1, batch=1)
+
+
+# ----------------------------------------------------------------------------- shipped detector and the timm role
+def test_detector_sha_in_code_equals_the_spec_and_the_timm_role_loads_it_bit_for_bit() -> None:
+    import zoo
+
+    spec = zoo.spec("probe")
+    src = spec.models["detector"].variants["toy"]
+    assert src.source == "timm" and src.sha256 == core.DETECTOR_SHA256
+    built = zoo.load("probe", variant="toy").models["detector"]
+    assert not built.training, "the engine must hand out the timm role in eval mode"
+    mine = core.load_detector()
+    for (k, v), (k2, w) in zip(built.state_dict().items(), mine.state_dict().items()):
+        assert k == k2 and torch.equal(v, w), k
+
+
+def test_timm_role_refuses_a_tampered_detector_file(tmp_path: Path) -> None:
+    """The shipped file with one byte changed fails its sha256 in the engine's timm path (one BuildError line)."""
+    from registry.build import build_model
+    from registry.errors import ZooError
+
+    import zoo
+
+    src = zoo.spec("probe").models["detector"].variants["toy"]
+    data = bytearray(core.DETECTOR_WEIGHTS.read_bytes())
+    data[-1] ^= 1
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "probe-detector.safetensors").write_bytes(bytes(data))
+    with pytest.raises(ZooError, match="sha256"):
+        build_model(src, spec_dir=tmp_path)
+
+
+# ----------------------------------------------------------------------------- stage 1 / stage 2 behaviour
+def test_stage1_lowers_the_frozen_critics_fake_score() -> None:
+    """The critic's gradient reaches the LoRA: 12 steps at lr 3e-3 lower the mean P(fake) of the training
+    batches (first 3 vs last 3 steps) while the detector is unchanged (the invariant checks the latter)."""
+    dit, det = inv._models()
+    run = probe_stage1(dit, det, steps=12, lambda_prec=0.0, lr=3e-3, batch=8, buffer_every=6, rank=4, seed=0)
+    first, last = sum(run.fake_prob[:3]) / 3, sum(run.fake_prob[-3:]) / 3
+    assert last < first - 0.1, (first, last)
+    assert run.l_prec[0] == 0.0  # B = 0 at the first step: the adapted sample equals the base sample
+
+
+def test_stage2_fine_tunes_a_copy_and_uses_the_buffer_as_a_fake_pool() -> None:
+    _, det = inv._models()
+    before = {k: v.clone() for k, v in det.state_dict().items()}
+    real, fakes, buf = torch.randn(16, 1, 8, 8), torch.randn(16, 1, 8, 8), torch.randn(16, 1, 8, 8) + 3
+    tuned = core.finetune_detector(det, real, fakes, buf, steps=2, lr=1e-3, seed=0, batch=8)
+    assert all(torch.equal(v, before[k]) for k, v in det.state_dict().items())
+    assert not tuned.training and any(not torch.equal(v, before[k]) for k, v in tuned.state_dict().items())
+    x, y = core._balanced_batch(real, [fakes, buf], 4, torch.Generator().manual_seed(0))
+    assert (y == REAL).sum() == 4 and (y == FAKE).sum() == 4
+    assert int((x[y == FAKE].mean((1, 2, 3)) > 1.5).sum()) == 2  # half the fakes come from the (shifted) buffer
+
+
+def test_no_buffer_recipe_matches_a_stage2_on_original_fakes_only() -> None:
+    """``use_buffer: false`` equals fine-tuning on real + original fakes with the same seed (bitwise)."""
+    import zoo
+
+    pipe = zoo.load("probe", variant="toy")
+    kw = dict(stage1_steps=0, stage2_steps=3, n_eval=4, n_original=8)
+    out = pipe.samplers["probe-no-buffer"](seed=3, **kw)
+    from zoo.common.digits import digits_split
+
+    ref = core.finetune_detector(pipe.models["detector"], digits_split().x_train[:8], core.seen_train_fakes(pipe.models["dit"], 8), None, 3,
+                                 1e-3, 3)
+    from zoo.methods.probe.procedures import bacc_table
+
+    assert out["after"] == bacc_table(ref, pipe.models, 4, tuple(out["after"]))
+
+
+# ----------------------------------------------------------------------------- CLI and bench
+@pytest.mark.slow
+def test_zoo_run_prints_the_table_and_writes_the_buffer_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from zoo.cli import main
+
+    png = tmp_path / "buf.png"
+    rc = main(["run", "probe", "--out", str(png), "--param", "stage1_steps=4", "--param", "buffer_every=2", "--param", "batch=4",
+               "--param", "stage2_steps=4", "--param", "n_eval=16", "--param", "n_original=32"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "held-out mean" in text and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from zoo.methods.probe.benchmark import main
+
+    rc = main(["--quick", "--seeds", "0", "1", "--stage1-steps", "4", "--stage2-steps", "4", "--n-eval", "16", "--out-dir", str(tmp_path),
+               "--json", str(tmp_path / "r.json")])
+    assert rc == 0
+    res = json.loads((tmp_path / "r.json").read_text())
+    assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic"}
+    assert all(len(runs) == 2 for runs in res["arms"].values())
+    assert (tmp_path / "probe.png").stat().st_size > 5000
+    assert "held-out mean" in capsys.readouterr().out
