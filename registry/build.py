@@ -20,7 +20,7 @@ from .errors import BuildError, HardwareError, Location, ParamError, Requirement
 from .hardware import Machine, default_device, detect, fits, offline
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
-from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
+from .spec import HubFile, HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
 
 #: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
@@ -217,7 +217,8 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
         path, hub_sha = local_path(source.weights, spec_dir, wloc, allow_outside, "weights"), None
     else:
         path, hub_sha = hub_file(source.weights, wloc), source.weights.sha256
-    if hub_sha is None and source.sha256 is None:
+    unpinned_hub = isinstance(source.weights, HubFile) and source.weights.allow_unpinned
+    if hub_sha is None and source.sha256 is None and not unpinned_hub:
         raise BuildError("local weights need their sha256", sub("sha256"))
     state = read_state(path, hub_sha or source.sha256, wloc, sub("sha256") if hub_sha is None else wloc)
     state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)

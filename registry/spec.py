@@ -128,10 +128,19 @@ convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inve
 """
 
     hub: str = Field(description="hub repository id, e.g. owner/repo")
-    revision: str = Field(pattern=REVISION_RE, description="pinned 40-hex commit")
+    revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit (required unless allow_unpinned)")
     filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
-    sha256: str = Field(pattern=SHA256_RE)
+    sha256: str | None = Field(None, pattern=SHA256_RE, description="sha256 of the file (required unless allow_unpinned)")
     repo_type: Literal["model", "dataset", "space"] = "model"
+    allow_unpinned: bool = Field(
+        False, description="accept the file without a pinned revision and sha256 (say why in a comment: e.g. not verifiable offline); "
+                           "like every unpinned download it needs a network")
+
+    @model_validator(mode="after")
+    def _pinned(self) -> "HubFile":
+        if not self.allow_unpinned and (self.revision is None or self.sha256 is None):
+            raise ValueError("revision/sha256: a hub file needs a pinned 40-hex revision and its sha256 (or allow_unpinned: true)")
+        return self
 
     @field_validator("filename")
     @classmethod

@@ -74,6 +74,21 @@ def test_hub_file_sha256_is_verified(tmp_path: Path, monkeypatch: pytest.MonkeyP
         zoo.load(str(write_spec(tmp_path / "s", with_source(src))))
 
 
+def test_unpinned_hub_file_needs_the_opt_in_and_loads_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub file without revision/sha256 is refused unless the spec says allow_unpinned (a release whose
+    revision could not be verified); with it, the cached file (refs/main) loads, unverified."""
+    f = fake_hub(tmp_path, monkeypatch, "owner/repo", "model.safetensors", lambda p: save_file({"weight": W, "bias": B}, str(p)))
+    refs = f.parents[2] / "refs"
+    refs.mkdir(parents=True, exist_ok=True)
+    (refs / "main").write_text(REV)
+    src = {**LIN, "weights": {"hub": "owner/repo", "filename": "model.safetensors"}}
+    with pytest.raises(ValidationError, match="allow_unpinned"):
+        Spec.model_validate(with_source(src))
+    src = {**LIN, "weights": {"hub": "owner/repo", "filename": "model.safetensors", "allow_unpinned": True}}
+    pipe = zoo.load(str(write_spec(tmp_path / "s", with_source(src))))
+    assert torch.equal(pipe.models["model"].weight, W)
+
+
 class Evil:
     """Anything torch.load would need a pickle global for."""
 
