@@ -1,0 +1,113 @@
+"""The ``deep-forcing`` sampler: a chunk-wise AR rollout of the toy under one cache policy, and its metrics.
+
+Identity drift of frame ``t`` (note §6): ``|| mean_g mu_t[g] - c ||_RMS`` over the ``C`` channels, where ``mu_t`` is the
+model's predicted mean and ``c`` the clip's known palette (the wave sums to zero over the grid). Motion energy:
+``mean (mu_t - mu_{t-1})^2`` over tokens and channels (the data's own is ``a^2 (1 - cos w)`` per channel, ~0.3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from pydantic import Field, model_validator
+
+from registry.contract import Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
+
+from .policy import CachePolicy
+from .toy import CHANNELS, CHUNK, GRID, SIGMA, TRAIN_FRAMES, make_clips, rollout
+
+__all__ = ["DeepForcingRollout", "RolloutOutput", "identity_drift", "motion_energy"]
+
+
+@dataclass
+class RolloutOutput(ProcedureOutput):
+    """``samples`` ``[B, T, G, C]`` (sampled frames; the prompt first), ``means`` (predicted means; the prompt copied),
+    ``palette`` ``[B, C]`` (the clips' identity, when drawn here or passed in), ``cache_tokens`` (layer-0 cached tokens
+    at each chunk's query call, counted exactly) and ``policy`` (the cache policy's settings)."""
+
+    samples: Any = None
+    means: Any = None
+    palette: Any = None
+    cache_tokens: Any = None
+    policy: Any = None
+
+
+class DeepForcingRollout(Procedure):
+    """Chunk-wise AR rollout of the toy (query call -> mean, Gaussian sample, clean context call) under a cache policy."""
+
+    kind = "sampler"
+    batch_independent = True
+
+    class Params(ProcedureParams):
+        role: str = Field("video", description="the toy chunk transformer role")
+        window_frames: int | None = Field(21, ge=1, le=10_000, description="M incl. the current chunk; null = the full cache")
+        sink_frames: int = Field(10, ge=0, le=10_000, description="S")
+        budget_frames: int = Field(16, ge=1, le=10_000, description="N (PC)")
+        recent_frames: int = Field(4, ge=1, le=10_000, description="R (PC)")
+        fusion: str = Field("sum", pattern="^(sum|max)$", description="PC score fusion over recent queries")
+        topc_max_reuse: int | None = Field(7, ge=1, le=1_000_000, description="public-code re-use cap (null: none)")
+        rope_realign: bool = True
+        pc_enabled: bool = True
+        num_frames: int = Field(126, ge=6, le=3000, description="total frames incl. the prompt (126 = 6x, 252 = 12x the 21-frame training clips)")
+        prompt_frames: int = Field(3, ge=3, le=21, description="ground-truth frames given first (a multiple of 3)")
+        batch_size: int = Field(8, ge=1, le=4096, description="clips drawn when no prompt is given")
+
+        @model_validator(mode="after")
+        def _policy(self) -> "DeepForcingRollout.Params":
+            self.policy()
+            if self.prompt_frames % CHUNK or self.num_frames % CHUNK or self.num_frames <= self.prompt_frames:
+                raise ValueError(f"num_frames/prompt_frames: expected multiples of {CHUNK} with num_frames > prompt_frames")
+            return self
+
+        def policy(self) -> CachePolicy:
+            return CachePolicy(frame_tokens=GRID[0] * GRID[1], chunk_frames=CHUNK, window_frames=self.window_frames,
+                               sink_frames=self.sink_frames, budget_frames=self.budget_frames, recent_frames=self.recent_frames,
+                               fusion=self.fusion, topc_max_reuse=self.topc_max_reuse, rope_realign=self.rope_realign,
+                               pc_enabled=self.pc_enabled)
+
+    def __call__(self, *, seed: int = 0, prompt: Any = None, noise: Any = None, palette: Any = None, num_frames: int | None = None,
+                 progress: bool = False) -> RolloutOutput:
+        p = self.params
+        T = int(num_frames or p.num_frames)
+        if T % CHUNK or T <= p.prompt_frames:
+            raise ValueError(f"num_frames: expected a multiple of {CHUNK} above prompt_frames = {p.prompt_frames}, got {T}")
+        g = torch.Generator().manual_seed(seed)
+        if prompt is None:
+            clips, palette, _ = make_clips(p.batch_size, p.prompt_frames, g)
+            prompt = clips
+        prompt = torch.as_tensor(prompt, dtype=torch.float32)
+        if prompt.shape[1:] != (p.prompt_frames, GRID[0] * GRID[1], CHANNELS):
+            raise ValueError(f"prompt: expected shape [B, {p.prompt_frames}, {GRID[0] * GRID[1]}, {CHANNELS}], got {list(prompt.shape)}")
+        if noise is None:
+            noise = torch.randn((prompt.shape[0], T, GRID[0] * GRID[1], CHANNELS), generator=g)
+        model = self.models[p.role]
+        caches = model.new_caches(p.policy())
+        r = rollout(model, caches, prompt, T, torch.as_tensor(noise, dtype=torch.float32), SIGMA, progress=progress)
+        return RolloutOutput(samples=r["frames"].cpu(), means=r["means"].cpu(), palette=palette, cache_tokens=r["cache_tokens"],
+                             policy=p.policy().model_dump())
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        g = torch.Generator().manual_seed(11)
+        clips, palette, _ = make_clips(batch_size, self.params.prompt_frames, g)
+        T = 2 * TRAIN_FRAMES  # past the window: eviction / compression happen
+        return {"prompt": clips, "palette": palette, "noise": torch.randn((batch_size, T, GRID[0] * GRID[1], CHANNELS), generator=g), "num_frames": T}
+
+    def input_rows(self, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{**inputs, "prompt": inputs["prompt"][i:i + 1], "noise": inputs["noise"][i:i + 1], "palette": inputs["palette"][i:i + 1]}
+                for i in range(inputs["prompt"].shape[0])]
+
+    def output_rows(self, outputs: RolloutOutput) -> list[Any]:
+        return [{"samples": outputs.samples[i], "means": outputs.means[i], "cache_tokens": outputs.cache_tokens}
+                for i in range(outputs.samples.shape[0])]
+
+
+def identity_drift(means: torch.Tensor, palette: torch.Tensor) -> torch.Tensor:
+    """``[B, T]``: RMS over channels of ``mean_g mu_t[g] - c``."""
+    return ((means.mean(2) - palette.to(means.device)[:, None, :]) ** 2).mean(-1).sqrt()
+
+
+def motion_energy(means: torch.Tensor) -> torch.Tensor:
+    """``[B, T - 1]``: ``mean (mu_t - mu_{t-1})^2`` over tokens and channels."""
+    return ((means[:, 1:] - means[:, :-1]) ** 2).mean((-1, -2))

@@ -1,0 +1,200 @@
+"""The toy: synthetic clips with a persistent identity and a tiny causal chunk transformer with 3-D RoPE.
+
+**Data** (note §6): each clip draws a palette ``c ~ N(0, I_C)`` once, an amplitude ``a ~ U(0.5, 1)^C``, an angular
+speed ``w ~ U(0.35, 0.7)`` rad/frame and a phase ``phi``; frame ``t`` holds ``G = 2 x 2`` tokens of ``C`` channels,
+``x_t[g] = c + a * sin(w t + phi + g pi / 2) + sigma * eps`` (a wave rotating over the 2x2 grid). The wave sums to
+zero over the four tokens, so ``mean_g x_t[g] - c`` is pure noise: identity drift of a generated frame is
+``|| mean_g mu_t[g] - c ||`` (RMS over channels), exactly computable from the known ``c``.
+
+**Model**: frames enter as ``G`` tokens (``Linear(C, d)``); to predict chunk ``j`` the model reads ``3 G`` *query*
+tokens (one learned embedding) at chunk ``j``'s positions. Two calls per chunk, as in Self-Forcing: the query call
+(the "denoising" call, which triggers eviction/compression and returns the predicted mean ``mu``), then the clean
+re-run on the sampled frames ``mu + sigma * eps`` (a Gaussian head with the data's known noise), which overwrites
+the chunk's K/V with clean context. Training is teacher-forced in one parallel pass with the equivalent mask:
+clean chunk ``j`` sees clean chunks ``<= j``; query chunk ``j`` sees clean chunks ``< j`` and itself; MSE on the
+means of chunks 1.. (``tools/train_deep_forcing.py``).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import torch
+import torch.nn.functional as Fn
+from pydantic import Field
+from torch import nn
+
+from registry.contract import factory
+
+from .policy import CachePolicy, FrameKVCache, Rope3D, frame_positions
+
+__all__ = ["ToyVideoTransformer", "build_toy_video", "rollout", "teacher_forced_means", "load_toy", "make_clips", "GRID", "CHANNELS", "SIGMA", "TRAIN_FRAMES", "CHUNK"]
+
+GRID = (2, 2)
+CHANNELS = 8
+SIGMA = 0.2
+TRAIN_FRAMES = 21
+CHUNK = 3
+
+
+def make_clips(n: int, frames: int, generator: torch.Generator, sigma: float = SIGMA) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(clips [n, frames, G, C], palette [n, C], clean [n, frames, G, C])`` of the synthetic process (draw order:
+    palette, amplitude, speed, phase, noise)."""
+    G = GRID[0] * GRID[1]
+    c = torch.randn(n, CHANNELS, generator=generator)
+    a = 0.5 + 0.5 * torch.rand(n, CHANNELS, generator=generator)
+    w = 0.35 + 0.35 * torch.rand(n, 1, 1, generator=generator)
+    phi = 2 * math.pi * torch.rand(n, 1, 1, generator=generator)
+    t = torch.arange(frames, dtype=torch.float32)[None, :, None]
+    g = torch.arange(G, dtype=torch.float32)[None, None, :]
+    wave = torch.sin(w * t + phi + g * math.pi / 2)  # [n, T, G]
+    clean = c[:, None, None, :] + a[:, None, None, :] * wave[..., None]
+    eps = torch.randn(clean.shape, generator=generator)
+    return clean + sigma * eps, c, clean
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block whose attention reads/writes a :class:`FrameKVCache` (rollout) or takes a mask (training)."""
+
+    def __init__(self, d: int, heads: int, ff: int):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, ff), nn.GELU(), nn.Linear(ff, d))
+
+    def forward(self, x: torch.Tensor, rope: Rope3D, pos: tuple[torch.Tensor, ...], mask: torch.Tensor | None = None,
+                cache: Any = None, start_frame: int = 0) -> torch.Tensor:
+        B, L, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(B, L, 3, self.heads, self.hd).unbind(2)
+        q, k = rope.apply(q, *pos), rope.apply(k, *pos)
+        if cache is not None:
+            k, v = cache.update(k, v, q, start_frame)
+        att = Fn.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask)
+        x = x + self.out(att.transpose(1, 2).reshape(B, L, d))
+        return x + self.mlp(self.ln2(x))
+
+
+class ToyVideoTransformer(nn.Module):
+    """Tiny causal chunk transformer with 3-D RoPE (t, h, w): ``layers`` blocks of width ``d``."""
+
+    def __init__(self, d: int = 64, heads: int = 4, layers: int = 2, ff: int = 128, theta: float = 10000.0):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.inp = nn.Linear(CHANNELS, d)
+        self.query = nn.Parameter(torch.zeros(d))
+        self.blocks = nn.ModuleList(Block(d, heads, ff) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, CHANNELS)
+        self.rope = Rope3D(d // heads, theta)
+
+    @property
+    def frame_tokens(self) -> int:
+        return GRID[0] * GRID[1]
+
+    # -- training: teacher-forced, one parallel pass
+    def train_mask(self, frames: int) -> torch.Tensor:
+        """Boolean ``[2L, 2L]`` (True = may attend) over ``[clean tokens | query tokens]``."""
+        chunk = torch.arange(frames).repeat_interleave(self.frame_tokens) // CHUNK
+        ci, cj = chunk[:, None], chunk[None, :]
+        return torch.cat([torch.cat([cj <= ci, torch.zeros_like(ci <= cj)], 1), torch.cat([cj < ci, cj == ci], 1)], 0)
+
+    def forward(self, clips: torch.Tensor) -> torch.Tensor:
+        """Predicted means ``[B, T, G, C]`` of every chunk from the clean clips ``[B, T, G, C]`` (chunk 0 from nothing)."""
+        B, T, G, C = clips.shape
+        t, h, w = frame_positions(0, T, GRID)
+        pos = (torch.cat([t, t]), torch.cat([h, h]), torch.cat([w, w]))
+        x = torch.cat([self.inp(clips.reshape(B, T * G, C)), self.query.expand(B, T * G, -1)], 1)
+        mask = self.train_mask(T).to(x.device)
+        for blk in self.blocks:
+            x = blk(x, self.rope, pos, mask=mask)
+        return self.head(self.ln(x[:, T * G:])).reshape(B, T, G, C)
+
+    # -- rollout: two calls per chunk through per-layer caches
+    def new_caches(self, policy: CachePolicy) -> list[FrameKVCache]:
+        if policy.frame_tokens != self.frame_tokens:
+            raise ValueError(f"frame_tokens: the toy has {self.frame_tokens} tokens per frame, the policy says {policy.frame_tokens}")
+        return [FrameKVCache(policy, self.rope) for _ in self.blocks]
+
+    def step(self, caches: list, start_frame: int, frames: torch.Tensor | None, batch: int, n_frames: int = CHUNK) -> torch.Tensor:
+        """One call: ``frames=None`` is the query call (returns the predicted means ``[B, n, G, C]``); clean
+        ``frames [B, n, G, C]`` is the context call (writes the chunk's clean K/V; returns the means it would predict)."""
+        G = self.frame_tokens
+        pos = frame_positions(start_frame, n_frames, GRID)
+        x = self.query.expand(batch, n_frames * G, -1) if frames is None else self.inp(frames.reshape(batch, n_frames * G, CHANNELS))
+        for blk, cache in zip(self.blocks, caches):
+            x = blk(x, self.rope, pos, cache=cache, start_frame=start_frame)
+        return self.head(self.ln(x)).reshape(batch, n_frames, G, CHANNELS)
+
+
+@torch.no_grad()
+def rollout(model: ToyVideoTransformer, caches: list, prompt: torch.Tensor, total_frames: int, noise: torch.Tensor,
+            sigma: float = SIGMA, progress: bool = False) -> dict[str, Any]:
+    """Autoregressive rollout: the prompt ``[B, P, G, C]`` (P a multiple of the chunk) is written as clean context,
+    then each chunk is one query call (mean ``mu``), a sample ``mu + sigma * noise`` and one clean context call.
+    Returns ``frames`` and ``means`` ``[B, total, G, C]`` (prompt frames copied into both), the cached tokens
+    per layer-0 cache after each query call (the attention set, exact counts) and per-chunk step seconds."""
+    import time
+
+    B, P = prompt.shape[:2]
+    if P % CHUNK or P == 0 or total_frames % CHUNK or total_frames <= P:
+        raise ValueError(f"rollout: prompt frames {P} and total_frames {total_frames} must be positive multiples of {CHUNK}, total > prompt")
+    dev = next(model.parameters()).device
+    prompt, noise = prompt.to(dev), noise.to(dev)
+    frames, means = [prompt], [prompt]
+    for s in range(0, P, CHUNK):
+        model.step(caches, s, prompt[:, s:s + CHUNK], B)
+    tokens, seconds = [], []
+    starts = range(P, total_frames, CHUNK)
+    if progress:
+        from zoo.common.training import progress as bar
+
+        starts = bar(starts, desc="rollout")
+    for s in starts:
+        t0 = time.perf_counter()
+        mu = model.step(caches, s, None, B)
+        tokens.append(caches[0].tokens)
+        x = mu + sigma * noise[:, s:s + CHUNK]
+        model.step(caches, s, x, B)
+        seconds.append(time.perf_counter() - t0)
+        frames.append(x)
+        means.append(mu)
+    return {"frames": torch.cat(frames, 1), "means": torch.cat(means, 1), "cache_tokens": tokens, "step_seconds": seconds}
+
+
+@torch.no_grad()
+def teacher_forced_means(model: ToyVideoTransformer, caches: list, clips: torch.Tensor) -> torch.Tensor:
+    """Chunk-by-chunk with the cache: query call for chunk ``j`` (its mean), then the true chunk ``j`` as context.
+    With a cache that never evicts this must equal ``model(clips)`` (the parallel causal recomputation)."""
+    B, T = clips.shape[:2]
+    out = []
+    for s in range(0, T, CHUNK):
+        out.append(model.step(caches, s, None, B))
+        model.step(caches, s, clips[:, s:s + CHUNK], B)
+    return torch.cat(out, 1)
+
+
+@factory
+def build_toy_video(d: Annotated[int, Field(ge=8, le=1024)] = 64, heads: Annotated[int, Field(ge=1, le=64)] = 4,
+                    layers: Annotated[int, Field(ge=1, le=16)] = 2, ff: Annotated[int, Field(ge=8, le=8192)] = 128) -> ToyVideoTransformer:
+    """The toy causal chunk transformer (random init; the spec loads the trained weights)."""
+    return ToyVideoTransformer(d=d, heads=heads, layers=layers, ff=ff)
+
+
+TOY_WEIGHTS = Path(__file__).resolve().parents[3] / "specs" / "weights" / "deep-forcing-toy.safetensors"
+TOY_SHA256 = "f9ac3330fd0ec0df04d83f00e3226c7013c76744747268398725ada422e0ef86"
+
+
+def load_toy(path: str | Path | None = None) -> ToyVideoTransformer:
+    """The shipped toy (strict load; the shipped file's sha256 is checked)."""
+    from safetensors.torch import load_file
+
+    from zoo.common.training import sha256_file
+
+    path = Path(path or TOY_WEIGHTS)
+    if path == TOY_WEIGHTS and sha256_file(path) != TOY_SHA256:
+        raise ValueError(f"{path}: sha256 {sha256_file(path)} does not match the expected {TOY_SHA256}")
+    model = build_toy_video()
+    model.load_state_dict(load_file(str(path)), strict=True)
+    return model.eval()
