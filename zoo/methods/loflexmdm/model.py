@@ -228,28 +228,26 @@ def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float 
 _UPSTREAM = (("generator.", "model."), ("aux.", "aux_model."))
 
 
-def to_upstream(state: dict) -> dict:
-    """Our keys -> the release's top-level prefixes (``model.`` generator, ``aux_model.`` φ) [unverified:
-    the Lightning checkpoint's exact key names could not be read offline]."""
+def _rename(state: dict, pairs: tuple[tuple[str, str], ...]) -> dict:
+    """Replace the first matching key prefix ``old -> new`` of ``pairs``; other keys are kept."""
     out = {}
     for k, v in state.items():
-        for ours, theirs in _UPSTREAM:
-            if k.startswith(ours):
-                k = theirs + k[len(ours):]
+        for old, new in pairs:
+            if k.startswith(old):
+                k = new + k[len(old):]
                 break
         out[k] = v
     return out
+
+
+def to_upstream(state: dict) -> dict:
+    """Our keys -> the release's top-level prefixes (``model.`` generator, ``aux_model.`` φ) [unverified:
+    the Lightning checkpoint's exact key names could not be read offline]."""
+    return _rename(state, _UPSTREAM)
 
 
 @converter(inverse=to_upstream)
 def from_upstream(state: dict) -> dict:
     """The release's keys -> ours (inverse of :func:`to_upstream`); an unknown prefix is kept (strict loading
     then names it)."""
-    out = {}
-    for k, v in state.items():
-        for ours, theirs in _UPSTREAM:
-            if k.startswith(theirs):
-                k = ours + k[len(theirs):]
-                break
-        out[k] = v
-    return out
+    return _rename(state, tuple((theirs, ours) for ours, theirs in _UPSTREAM))
