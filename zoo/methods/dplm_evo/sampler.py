@@ -1,0 +1,130 @@
+"""DPLM-Evo's samplers as one :class:`~registry.contract.Procedure` with three modes (de novo generation,
+simulated evolution, post-editing; :mod:`.editing` has the loop). Output: :class:`EditOutput`, one entry per row,
+with the explicit edit trajectory of every row (:func:`.editing.replay` of ``initial`` + ``trajectories[i]`` gives
+``sequences[i]``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.outputs import ProcedureOutput
+
+from .editing import MASK_CHAR, EditConfig, edit_row, from_text, to_text
+
+__all__ = ["EditOutput", "EditSampler", "EXAMPLE_SEQUENCES"]
+
+#: Members of the toy family (``family(0).train[:3]``), used as example inputs of the editing modes.
+EXAMPLE_SEQUENCES = ("TDTVTPANFRAF", "TDTVTPANLARAF", "WDTVTPDNDFRAF")
+
+
+@dataclass
+class EditOutput(ProcedureOutput):
+    """``sequences`` (final rows, letters), ``initial`` (start rows; ``#`` = mask), ``trajectories`` (per row, a list
+    of steps ``{"deleted", "inserted", "substituted"}``), ``stats`` (forwards, deletions, insertions, edits)."""
+
+    sequences: list[str]
+    initial: list[str] = field(default_factory=list)
+    trajectories: list[list[dict]] = field(default_factory=list)
+    stats: list[dict[str, Any]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(self.sequences)
+
+
+class EditSampler(Procedure):
+    """De novo (``m^L`` start), simulated evolution (re-noising, temperature 1) or post-editing (greedy redraw of the
+    noisy set) with the delete / insert / fill / re-noise step of the paper."""
+
+    batch_independent = True
+
+    class Params(ProcedureParams):
+        mode: Literal["de-novo", "evolve", "post-edit"] = "de-novo"
+        steps: int = Field(12, ge=1, le=1000)
+        tau_del: float = Field(0.5, ge=0.0, le=1.0, description="delete a residue when p_del > tau_del (1.0: never)")
+        tau_ins: float = Field(0.5, ge=0.0, le=1.0, description="insert a mask when p_ins > tau_ins (1.0: never)")
+        tau_sub: float = Field(0.0, ge=0.0, le=1.0, description="redraw residues whose own p_sub < tau_sub (the noisy set)")
+        renoise_fraction: float = Field(0.0, ge=0.0, le=1.0)
+        temperature: float = Field(1.0, ge=0.0, le=10.0)
+        length: int = Field(12, ge=1, le=1022, description="de novo start length (m^length) when no lengths are given")
+        max_length: int = Field(28, ge=1, le=2044, description="the 2L latent size: rows never grow beyond it")
+        stochastic_edits: bool = Field(False, description="delete / insert with probability p_del / p_ins (simulated evolution)")
+        residue_scoring: Literal["wt-marginal", "masked-marginal"] = Field(
+            "wt-marginal", description="how the noisy set reads a residue's own probability (masked-marginal: masked baseline)")
+        net_role: str = Field("net", min_length=1)
+
+    class Cli(CliInputs):
+        sequence: str | None = None  # a start protein (evolve / post-edit); de novo ignores it
+        length: int | None = Field(None, ge=1, le=1022)
+        num_samples: int = Field(1, ge=1, le=100_000)
+
+    CliInputs = Cli
+
+    def config(self) -> EditConfig:
+        p = self.params
+        return EditConfig(p.steps, p.tau_del, p.tau_ins, p.tau_sub, p.renoise_fraction, p.temperature, p.max_length,
+                          stochastic_edits=p.stochastic_edits, residue_scoring=p.residue_scoring)
+
+    def _starts(self, sequences: Any, lengths: Any) -> list[str]:
+        if self.params.mode == "de-novo":
+            if sequences is not None:
+                raise ValueError("mode de-novo starts from masks: pass lengths= (or num_samples=), not sequences=")
+            ls = [self.params.length] if lengths is None else ([lengths] if isinstance(lengths, int) else list(lengths))
+            return [MASK_CHAR * int(n) for n in ls]
+        if sequences is None:
+            raise ValueError(f"mode {self.params.mode} edits proteins: pass sequences= (a string or a list of strings)")
+        return [sequences] if isinstance(sequences, str) else list(sequences)
+
+    def __call__(self, sequences: Any = None, *, seed: int = 0, lengths: Any = None, num_samples: int | None = None) -> EditOutput:
+        """Each row is edited with its own generator seeded by ``seed`` (row ``i`` of a batch equals row ``i``
+        alone); ``num_samples`` (de novo only) draws that many ``m^length`` rows from one generator instead."""
+        net = self.models[self.params.net_role]
+        cfg = self.config()
+        if num_samples is not None:
+            if self.params.mode != "de-novo" or sequences is not None or lengths is not None:
+                raise ValueError("num_samples= is for mode de-novo without lengths=")
+            starts = [MASK_CHAR * self.params.length] * num_samples
+            g = torch.Generator().manual_seed(seed)
+            gens = [g] * num_samples
+        else:
+            starts = self._starts(sequences, lengths)
+            gens = [torch.Generator().manual_seed(seed) for _ in starts]
+        for s in starts:
+            if len(s) > cfg.max_length:
+                raise ValueError(f"a start row of length {len(s)} exceeds max_length {cfg.max_length}")
+        out = EditOutput([], [], [], [])
+        for s, g in zip(starts, gens):
+            final, traj, stats = edit_row(net, from_text(s), cfg, g)
+            out.sequences.append(to_text(final))
+            out.initial.append(s)
+            out.trajectories.append([t.as_dict() for t in traj])
+            out.stats.append(stats)
+        return out
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        if self.params.mode == "de-novo":
+            return {"lengths": [10 + (i % 5) for i in range(batch_size)]}
+        return {"sequences": [EXAMPLE_SEQUENCES[i % len(EXAMPLE_SEQUENCES)] for i in range(batch_size)]}
+
+    def input_rows(self, inputs):
+        if "lengths" in inputs:
+            return [{"lengths": [n]} for n in inputs["lengths"]]
+        return [{"sequences": [s]} for s in inputs["sequences"]]
+
+    def output_rows(self, outputs: EditOutput) -> list[EditOutput]:
+        return [EditOutput([outputs.sequences[i]], [outputs.initial[i]], [outputs.trajectories[i]], [outputs.stats[i]])
+                for i in range(len(outputs.sequences))]
+
+    def run_cli(self, inputs, seed: int) -> str:
+        inputs = inputs if inputs is not None else self.Cli()
+        lines = []
+        for i in range(inputs.num_samples):  # sample i is seeded by seed + i (rows of one call share the seed)
+            if self.params.mode == "de-novo":
+                out = self(seed=seed + i, lengths=[inputs.length or self.params.length])
+            else:
+                out = self(seed=seed + i, sequences=[inputs.sequence or EXAMPLE_SEQUENCES[0]])
+            lines.append(f"{out.initial[0]} -> {out.sequences[0]}  ({out.stats[0]['edits']} edits, {out.stats[0]['forwards']} forwards)")
+        return "\n".join(lines)
