@@ -20,7 +20,7 @@ from .errors import BuildError, HardwareError, Location, ParamError, Requirement
 from .hardware import Machine, default_device, detect, fits, offline
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
-from .spec import HubFile, HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
+from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
 
 #: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
@@ -214,13 +214,13 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
     assert source.weights is not None
     wloc = sub("weights")
     if isinstance(source.weights, str):
-        path, hub_sha = local_path(source.weights, spec_dir, wloc, allow_outside, "weights"), None
-    else:
-        path, hub_sha = hub_file(source.weights, wloc), source.weights.sha256
-    unpinned_hub = isinstance(source.weights, HubFile) and source.weights.allow_unpinned
-    if hub_sha is None and source.sha256 is None and not unpinned_hub:
-        raise BuildError("local weights need their sha256", sub("sha256"))
-    state = read_state(path, hub_sha or source.sha256, wloc, sub("sha256") if hub_sha is None else wloc)
+        path = local_path(source.weights, spec_dir, wloc, allow_outside, "weights")
+        if source.sha256 is None:
+            raise BuildError("local weights need their sha256", sub("sha256"))
+        state = read_state(path, source.sha256, wloc, sub("sha256"))
+    else:  # a hub file carries its own sha256 (None only with allow_unpinned: true)
+        path = hub_file(source.weights, wloc)
+        state = read_state(path, source.weights.sha256, wloc)
     state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
     if module is None or not hasattr(module, "load_state_dict"):
         raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)

@@ -128,18 +128,20 @@ convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inve
 """
 
     hub: str = Field(description="hub repository id, e.g. owner/repo")
-    revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit (required unless allow_unpinned)")
+    revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit")
     filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
-    sha256: str | None = Field(None, pattern=SHA256_RE, description="sha256 of the file (required unless allow_unpinned)")
+    sha256: str | None = Field(None, pattern=SHA256_RE)
     repo_type: Literal["model", "dataset", "space"] = "model"
     allow_unpinned: bool = Field(
-        False, description="accept the file without a pinned revision and sha256 (say why in a comment: e.g. not verifiable offline); "
-                           "like every unpinned download it needs a network")
+        False, description="accept a file whose revision and sha256 could not be pinned (the default branch, unverified); "
+        "say why in a comment"
+    )
 
     @model_validator(mode="after")
     def _pinned(self) -> "HubFile":
-        if not self.allow_unpinned and (self.revision is None or self.sha256 is None):
-            raise ValueError("revision/sha256: a hub file needs a pinned 40-hex revision and its sha256 (or allow_unpinned: true)")
+        missing = [k for k in ("revision", "sha256") if getattr(self, k) is None]
+        if missing and not self.allow_unpinned:
+            raise ValueError(f"{'/'.join(missing)}: a hub file needs a pinned 40-hex revision and its sha256 (or allow_unpinned: true)")
         return self
 
     @field_validator("filename")

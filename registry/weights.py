@@ -38,8 +38,7 @@ def hub_file(ref: HubFile, loc: Location) -> Path:
     except Exception as exc:  # noqa: BLE001 - hub errors come in many types; one line
         where = " offline (HF_HUB_OFFLINE is set; the file is not in the local cache)" if offline() else ""
         msg = " ".join(str(exc).split())[:200]
-        at = f"@{ref.revision[:12]}" if ref.revision else " (unpinned)"
-        raise BuildError(f"could not fetch {ref.filename} from {ref.hub}{at}{where}: {msg}", loc) from None
+        raise BuildError(f"could not fetch {ref.filename} from {ref.hub}@{ref.revision[:12] if ref.revision else '(unpinned)'}{where}: {msg}", loc) from None
 
 
 def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location | None = None) -> Any:

@@ -74,19 +74,27 @@ def test_hub_file_sha256_is_verified(tmp_path: Path, monkeypatch: pytest.MonkeyP
         zoo.load(str(write_spec(tmp_path / "s", with_source(src))))
 
 
-def test_unpinned_hub_file_needs_the_opt_in_and_loads_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hub file without revision/sha256 is refused unless the spec says allow_unpinned (a release whose
-    revision could not be verified); with it, the cached file (refs/main) loads, unverified."""
+def test_unpinned_hub_file_needs_allow_unpinned_and_then_loads_the_default_branch_unverified(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub file without revision/sha256 is refused in one line unless ``allow_unpinned: true``; with it, the file
+    of the default branch loads (no sha256 to verify), through the same read/convert/load code."""
     f = fake_hub(tmp_path, monkeypatch, "owner/repo", "model.safetensors", lambda p: save_file({"weight": W, "bias": B}, str(p)))
     refs = f.parents[2] / "refs"
-    refs.mkdir(parents=True, exist_ok=True)
+    refs.mkdir()
     (refs / "main").write_text(REV)
-    src = {**LIN, "weights": {"hub": "owner/repo", "filename": "model.safetensors"}}
-    with pytest.raises(ValidationError, match="allow_unpinned"):
-        Spec.model_validate(with_source(src))
-    src = {**LIN, "weights": {"hub": "owner/repo", "filename": "model.safetensors", "allow_unpinned": True}}
+    unpinned = {"hub": "owner/repo", "filename": "model.safetensors"}
+    with pytest.raises(ValidationError) as exc:
+        Spec.model_validate(with_source({**LIN, "weights": unpinned}))
+    assert "revision/sha256: a hub file needs a pinned 40-hex revision and its sha256 (or allow_unpinned: true)" in str(exc.value)
+    with pytest.raises(ValidationError, match="sha256: a hub file needs"):
+        Spec.model_validate(with_source({**LIN, "weights": {**unpinned, "revision": REV}}))
+    src = {**LIN, "weights": {**unpinned, "allow_unpinned": True}}
     pipe = zoo.load(str(write_spec(tmp_path / "s", with_source(src))))
-    assert torch.equal(pipe.models["model"].weight, W)
+    assert torch.equal(pipe.models["model"].weight, W) and torch.equal(pipe.models["model"].bias, B)
+    (refs / "main").unlink()  # not cached at the default branch: one line naming the file, offline
+    with pytest.raises(BuildError) as missing:
+        zoo.load(str(write_spec(tmp_path / "t", with_source(src))), variant="toy")
+    assert "owner/repo@(unpinned)" in str(missing.value) and "\n" not in str(missing.value)
 
 
 class Evil:

@@ -246,3 +246,197 @@ def test_latent_sampler_runs_on_tiny_dit_and_vae():
     x, t, y = torch.randn(2, 4, 4, 4), torch.tensor([3, 700]), torch.tensor([1, 999])
     with torch.no_grad():
         assert (q(x, t, class_labels=y).sample - dit(x, t, class_labels=y).sample).abs().max() < 1e-5
+
+
+# ----------------------------------------------------------------------------- 8-bit attention products
+from zoo.methods.robuq.attention import QuantAttnProcessor, attention_bits_of, quantized_attention  # noqa: E402
+
+
+class _AlwaysExplicit(QuantAttnProcessor):
+    """Wrong: with quantisation off it still runs its own explicit softmax path (not the stock processor)."""
+
+    def __init__(self, bits):
+        super().__init__(16 if bits is None else bits)
+        self._off = bits is None
+
+    def __call__(self, attn, hidden_states, *a, **kw):
+        if not self.enabled:
+            return self._stock(attn, hidden_states, *a, **kw)
+        if self._off:
+            import zoo.methods.robuq.attention as A
+
+            orig = A.ste_quantize_tokens
+            A.ste_quantize_tokens = lambda x, b: x
+            try:
+                return super().__call__(attn, hidden_states, *a, **kw)
+            finally:
+                A.ste_quantize_tokens = orig
+        return super().__call__(attn, hidden_states, *a, **kw)
+
+
+def test_attention_off_check_rejects_an_explicit_fp_path():
+    with pytest.raises(AssertionError, match="off changed the output"):
+        inv.check_attention_off_exact(_AlwaysExplicit, 0, 8)
+
+
+def _wrong_processor(which: str):
+    import zoo.methods.robuq.attention as A
+
+    class Wrong(QuantAttnProcessor):
+        def __call__(self, *a, **kw):
+            orig = A.quantized_attention
+
+            def fn(q, k, v, scale, bits):
+                Q = lambda t: quantize_tokens(t, bits)  # noqa: E731
+                if which == "per-tensor":
+                    Q = lambda t: quantize_tokens(t.reshape(1, -1), bits).reshape(t.shape)  # noqa: E731
+                p = (Q(q) @ Q(k).transpose(-1, -2) * scale).softmax(-1)
+                return (p if which == "no-p" else Q(p)) @ (v if which == "no-v" else Q(v))
+
+            A.quantized_attention = fn
+            try:
+                return super().__call__(*a, **kw)
+            finally:
+                A.quantized_attention = orig
+
+    return Wrong
+
+
+@pytest.mark.parametrize("which", ["per-tensor", "no-p", "no-v"])
+def test_attention_reference_check_rejects_wrong_operand_quantisation(which):
+    """Per-tensor instead of per-token scales, unquantised probabilities, unquantised values: each differs
+    from the brute-force reference."""
+    with pytest.raises(AssertionError, match="brute-force"):
+        inv.check_attention_reference(_wrong_processor(which), 0, 4, 2, 4)
+
+
+def test_attention_bound_check_rejects_a_missing_scale():
+    no_scale = lambda q, k, v, scale, bits: quantized_attention(q, k, v, 1.0, bits)  # noqa: E731
+    with pytest.raises(AssertionError, match="above the quantisation bound"):
+        inv.check_attention_error_bound(no_scale, 0, 8)
+
+
+def test_attention_error_on_the_digits_dit_is_small_and_falls_with_bits():
+    """Measured on the FP DiT's own attention inputs (the spec metric): 8 bits ~1.5e-5 relative."""
+    from zoo.common.digits import load_digits_dit
+    from zoo.methods.robuq.metrics import attention_error
+
+    errs = [attention_error(load_digits_dit(), b) for b in (4, 6, 8)]
+    assert errs[0] > errs[1] > errs[2] > 0 and errs[2] < 1e-4
+
+
+def test_attention_quantiser_passes_straight_through_gradients():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 4, generator=g, requires_grad=True) for _ in range(3))
+    quantized_attention(q, k, v, 0.5, 4).square().sum().backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all() and t.grad.abs().sum() > 0
+
+
+def test_quantize_dit_attention_bits_layout_and_validation(tmp_path):
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+
+    fp = load_digits_dit()
+    q = quantize_dit(copy.deepcopy(fp), a_bits=4)
+    assert attention_bits_of(q) == {"transformer_blocks.0.attn1": 8, "transformer_blocks.1.attn1": 8}  # the paper's default
+    assert set(attention_bits_of(quantize_dit(copy.deepcopy(fp), a_bits=4, attention_bits=None)).values()) == {None}
+    for bad in (1, 17, True):
+        with pytest.raises(ValueError, match="attention_bits"):
+            quantize_dit(copy.deepcopy(fp), attention_bits=bad)
+    loaded = load_packed(pack_model(q, tmp_path / "p.safetensors"), build_digits_dit)
+    assert attention_bits_of(loaded) == attention_bits_of(q)
+    set_enabled(q, False)
+    assert {b.attn1.processor.enabled for b in q.transformer_blocks} == {False}
+
+
+# ----------------------------------------------------------------------------- Gaussian-clip activation quantiser
+def test_gaussian_step_is_max_1960_and_mse_optimal():
+    from zoo.methods.robuq.quant import gaussian_step, quantize_tokens_gaussian
+
+    for b, ref in zip((1, 2, 3, 4), (1.596, 0.996, 0.586, 0.335)):  # Max 1960's table (the note's Monte-Carlo check agrees)
+        assert abs(gaussian_step(b) - ref) < 2e-3
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 4096, generator=g, dtype=torch.float64)
+    for b, mse_ref in zip((2, 3, 4), (0.119, 0.037, 0.012)):
+        q = quantize_tokens_gaussian(x, b)
+        assert all(row.unique().numel() <= 2**b for row in q[:20])
+        mse = float(((q - x) ** 2).mean())
+        assert abs(mse - mse_ref) / mse_ref < 0.06, (b, mse)
+        # a step 20 % off either way is worse (the negative control for the optimality)
+        c = gaussian_step(b)
+        for f in (0.8, 1.2):
+            half = (2**b - 1) / 2
+            mu, sd = x.mean(-1, keepdim=True), x.std(-1, keepdim=True, correction=0)
+            qq = mu + ((((x - mu) / (sd * c * f)) + half).round().clamp(0, 2 * half) - half) * sd * c * f
+            assert float(((qq - x) ** 2).mean()) > mse
+
+
+def test_gaussian_clip_gradient_is_zero_beyond_the_outer_levels_and_round_trips(tmp_path):
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.methods.robuq.quant import gaussian_step, ste_quantize_tokens
+
+    x = torch.tensor([[0.0, 0.1, -0.1, 0.2, -0.2, 0.05, -0.05, 9.0]], requires_grad=True)
+    ste_quantize_tokens(x, 2, "gaussian").sum().backward()
+    xd = x.detach()
+    reach = xd.std(-1, correction=0) * gaussian_step(2) * 1.5
+    inside = ((xd - xd.mean(-1, keepdim=True)).abs() < reach).float()
+    assert torch.equal(x.grad, inside) and inside[0, -1] == 0 and inside[0, 0] == 1
+    with pytest.raises(ValueError, match="a_clip"):
+        quantize_dit(load_digits_dit(), a_clip="lloyd")
+    q = quantize_dit(load_digits_dit(), a_bits=3, a_clip="gaussian")
+    assert {m.a_clip for n, m in quant_modules(q).items() if "norm1" not in n} == {"gaussian"}
+    loaded = load_packed(pack_model(q, tmp_path / "g.safetensors"), build_digits_dit)
+    for m in quant_modules(q).values():
+        m.freeze()
+    x, t, y = torch.randn(2, 1, 8, 8), torch.tensor([5, 600]), torch.tensor([1, 7])
+    with torch.no_grad():
+        assert torch.equal(loaded(x, t, class_labels=y).sample, q(x, t, class_labels=y).sample)
+
+
+def test_ampn_allocate_after_qat_respects_budget_and_sets_bits():
+    from zoo.common.digits import load_digits_dit
+    from zoo.methods.robuq.model import group_costs, layer_groups
+    from zoo.methods.robuq.procedures import ampn_allocate
+
+    q = quantize_dit(load_digits_dit(), a_bits=2)
+    qat_finetune(q, 3, 5e-4, 16, seed=0)
+    bits = ampn_allocate(q, 2.0, calib_size=16)
+    costs = group_costs(q)
+    assert sum(costs[g] * b for g, b in bits.items()) <= 2.0 * sum(costs.values()) and set(bits.values()) <= {1, 2, 3, 4}
+    assert {g: q.get_submodule(n[0]).a_bits for g, n in layer_groups(q).items()} == bits
+
+
+def test_packed_metadata_is_one_key_and_old_files_still_load(tmp_path):
+    """safetensors writes its metadata map in a per-process order: one key keeps the file bytes (and the
+    pinned sha256) reproducible. Files from before the attention quantiser (``robuq_layout`` only) load
+    with FP attention products."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+
+    q = quantize_dit(load_digits_dit(), a_bits=4)
+    path = pack_model(q, tmp_path / "new.safetensors")
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+    assert list(meta) == ["robuq"]
+    old = tmp_path / "old.safetensors"
+    save_file(load_file(str(path)), str(old), metadata={"robuq_layout": json.dumps(json.loads(meta["robuq"])["linear"])})
+    loaded = load_packed(old, build_digits_dit)
+    assert attention_bits_of(loaded) == {} and len(quant_modules(loaded)) == len(quant_modules(q))
+
+
+def test_attention_processor_refuses_cross_attention_and_masks():
+    from diffusers.models.attention_processor import Attention
+
+    attn = Attention(query_dim=8, heads=2, dim_head=4).eval()
+    attn.set_processor(QuantAttnProcessor(8))
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match="unmasked"):
+        attn(x, encoder_hidden_states=x)
+    with pytest.raises(ValueError, match="unmasked"):
+        attn(x, attention_mask=torch.zeros(1, 3))
+    attn.processor.enabled = False  # off: the stock processor handles whatever diffusers supports
+    assert attn(x, encoder_hidden_states=x).shape == (1, 3, 8)

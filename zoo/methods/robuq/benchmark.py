@@ -20,7 +20,8 @@ import torch
 from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick, write_outputs
 
-from .metrics import activation_error
+from .attention import attention_bits_of
+from .metrics import activation_error, attention_error
 from .model import layer_groups, pack_model, quant_modules
 from .procedures import QuantDigitsSampler, heldout_eps_mse, quantize_dit
 
@@ -45,7 +46,9 @@ def evaluate(model: Any, per_class: int, steps: int, seed: int) -> dict[str, Any
     secs = time.perf_counter() - t0
     groups = layer_groups(model) if quant_modules(model) else {}
     bits = {g: model.get_submodule(names[0]).a_bits for g, names in groups.items()} or None
+    attn = set(attention_bits_of(model).values())
     return {"accuracy": digits_classifier().accuracy(out.samples, out.labels), "frechet": frechet_distance(out.samples),
+            "attention_bits": None if attn in (set(), {None}) else max(b for b in attn if b is not None),
             "eps_mse": heldout_eps_mse(model), "bits": bits, "mean_bits": (sum(bits.values()) / len(bits)) if bits else None,
             "sample_seconds": secs, "samples": out.samples, "labels": out.labels}
 
@@ -59,8 +62,18 @@ def run(quick: bool = False, per_class: int = 30, steps: int = 20, seed: int = 0
     fp_bytes = DIGITS_DIT_WEIGHTS.stat().st_size
     rows: dict[str, dict[str, Any]] = {}
     roles = PTQ_ROLES + [r for r in pipe.models if r.endswith("-qat")]
-    # the uniform 2-bit baseline AMPN is compared with (same average bits), built here, not a spec role
-    extra = {"dit-w158a2-uniform": quantize_dit(copy.deepcopy(pipe.models["dit"]), a_bits=2, hadamard=True, lowrank_rank=8)}
+    fp = pipe.models["dit"]
+    # built here, not spec roles: the uniform 2-bit baseline AMPN is compared with (same average bits); the
+    # effect of the 8-bit attention products (W1.58A4 with FP attention, PTQ; and the QAT checkpoint, trained
+    # with 8-bit attention, run with FP attention products); the Gaussian-clip activation quantiser
+    qat_attn_fp = copy.deepcopy(pipe.models["dit-w158a4-qat"])
+    for blk in qat_attn_fp.transformer_blocks:
+        blk.attn1.processor.bits = None
+    extra = {"dit-w158a2-uniform": quantize_dit(copy.deepcopy(fp), a_bits=2, hadamard=True, lowrank_rank=8),
+             "dit-w158a4-attnfp": quantize_dit(copy.deepcopy(fp), a_bits=4, hadamard=True, lowrank_rank=8, attention_bits=None),
+             "dit-w158a4-qat-attnfp": qat_attn_fp,
+             "dit-w158a4-gaussclip": quantize_dit(copy.deepcopy(fp), a_bits=4, hadamard=True, lowrank_rank=8, a_clip="gaussian"),
+             "dit-w158a3-gaussclip": quantize_dit(copy.deepcopy(fp), a_bits=3, hadamard=True, lowrank_rank=8, a_clip="gaussian")}
     for name in roles + list(extra):
         model = extra.get(name) or pipe.models[name]
         r = evaluate(model, per_class, steps, seed)
@@ -68,11 +81,12 @@ def run(quick: bool = False, per_class: int = 30, steps: int = 20, seed: int = 0
         rows[name] = r
     for name, r in rows.items():
         if r["size_ratio"] is None:
-            setting = name.removeprefix("dit-").removesuffix("-qat")
+            setting = name.removeprefix("dit-").removesuffix("-attnfp").removesuffix("-qat")
             shipped = Path(__file__).resolve().parents[3] / "specs" / "weights" / f"robuq-{setting}-qat.safetensors"
             r["size_ratio"] = fp_bytes / shipped.stat().st_size if shipped.is_file() else None
-    act = {f"{b}b": {"plain": activation_error(pipe.models["dit"], b, False), "hadamard": activation_error(pipe.models["dit"], b, True)} for b in (2, 3, 4)}
-    return {"rows": rows, "activation_error": act, "config": {"per_class": per_class, "steps": steps, "seed": seed, "quick": quick},
+    act = {f"{b}b": {"plain": activation_error(fp, b, False), "hadamard": activation_error(fp, b, True)} for b in (2, 3, 4)}
+    attn = {f"{b}b": attention_error(fp, b) for b in (4, 6, 8)}
+    return {"rows": rows, "activation_error": act, "attention_error": attn, "config": {"per_class": per_class, "steps": steps, "seed": seed, "quick": quick},
             "seconds": time.perf_counter() - t0}
 
 
@@ -80,15 +94,18 @@ def table(res: dict[str, Any]) -> str:
     c = res["config"]
     lines = [f"## RobuQ on the digits DiT (DDIM-{c['steps']}, {c['per_class']} samples per class, seed {c['seed']}; accuracy = logistic-regression "
              "classifier agrees with the conditioning label; Frechet in PCA-20 vs the test split; eps-MSE held-out)", "",
-             "| setting | accuracy | Frechet | eps-MSE | mean act. bits | packed size ratio | sampling s (CPU) |", "|---|---|---|---|---|---|---|"]
+             "| setting | accuracy | Frechet | eps-MSE | mean act. bits | attention bits | packed size ratio | sampling s (CPU) |", "|---|---|---|---|---|---|---|---|"]
     for name, r in res["rows"].items():
         mb = "FP" if r["mean_bits"] is None else f"{r['mean_bits']:.2f}"
         sr = "-" if r["size_ratio"] is None else f"{r['size_ratio']:.2f}x"
-        lines.append(f"| {name} | {r['accuracy']:.3f} | {r['frechet']:.3f} | {r['eps_mse']:.4f} | {mb} | {sr} | {r['sample_seconds']:.2f} |")
+        ab = "FP" if r["attention_bits"] is None else str(r["attention_bits"])
+        lines.append(f"| {name} | {r['accuracy']:.3f} | {r['frechet']:.3f} | {r['eps_mse']:.4f} | {mb} | {ab} | {sr} | {r['sample_seconds']:.2f} |")
     lines += ["", "Operator level on the FP DiT's own layer inputs (relative output error of the activation quantiser alone):", "",
               "| bits | no rotation | Hadamard |", "|---|---|---|"]
     for b, v in res["activation_error"].items():
         lines.append(f"| {b} | {v['plain']:.4f} | {v['hadamard']:.4f} |")
+    lines += ["", "Attention products alone on the FP DiT's own attention inputs (relative self-attention output error, operands of "
+              "QK^T and softmax V quantised per token): " + ", ".join(f"{b}: {v:.3g}" for b, v in res["attention_error"].items())]
     lines += ["", "Fake quantisation computes in FP32 plus rounding work: it is slower than FP on a CPU (see the last column); the "
               "paper's speed-ups need low-bit kernels. AMPN bits per group: " +
               "; ".join(f"{n}: {r['bits']}" for n, r in res["rows"].items() if n.startswith("dit-ampn"))]

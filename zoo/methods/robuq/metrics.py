@@ -16,19 +16,27 @@ from .quant import fast_hadamard, quantize_tokens
 
 
 @torch.no_grad()
-def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: int = 0) -> float:
-    """Relative output error ``sum_l ||Q(x_l) W_l^T - x_l W_l^T||^2 / sum_l ||x_l W_l^T||^2`` over the targeted
-    Linear layers of an FP DiT (inputs recorded on a fixed noised train batch), with the per-token
-    ``bits``-bit quantiser applied to ``x`` or to the rotated ``x H`` (weights FP: the activation error alone)."""
-    names = [n_ for names in layer_groups(model).values() for n_ in names]
+def recorded_inputs(model: Any, names: list[str], n: int = 64, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The first positional input of each named submodule during one forward pass on the fixed noised
+    train batch :func:`~.procedures.digits_eps_batch` ``(n, seed)``."""
     inputs: dict[str, torch.Tensor] = {}
-    hooks = [model.get_submodule(nm).register_forward_hook(lambda m, a, o, nm=nm: inputs.__setitem__(nm, a[0].detach())) for nm in names]
+    hooks = [model.get_submodule(nm).register_forward_pre_hook(lambda m, a, nm=nm: inputs.__setitem__(nm, a[0].detach())) for nm in names]
     try:
         xt, t, y, _ = digits_eps_batch(n, seed)
         model(xt, t, class_labels=y)
     finally:
         for h in hooks:
             h.remove()
+    return inputs
+
+
+@torch.no_grad()
+def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: int = 0) -> float:
+    """Relative output error ``sum_l ||Q(x_l) W_l^T - x_l W_l^T||^2 / sum_l ||x_l W_l^T||^2`` over the targeted
+    Linear layers of an FP DiT (inputs recorded on a fixed noised train batch), with the per-token
+    ``bits``-bit quantiser applied to ``x`` or to the rotated ``x H`` (weights FP: the activation error alone)."""
+    names = [n_ for names in layer_groups(model).values() for n_ in names]
+    inputs = recorded_inputs(model, names, n, seed)
     num = den = 0.0
     for nm in names:
         w = model.get_submodule(nm).weight.detach()
@@ -38,6 +46,33 @@ def activation_error(model: Any, bits: int, hadamard: bool, n: int = 64, seed: i
         num += float(((xq - ref) ** 2).sum())
         den += float((ref**2).sum())
     return num / den
+
+
+@torch.no_grad()
+def attention_error(model: Any, bits: int, n: int = 64, seed: int = 0) -> float:
+    """Relative output error ``sum_l ||A_b(x_l) - A(x_l)||^2 / sum_l ||A(x_l)||^2`` of every block's self-attention
+    (``attn1``, output projection included) on the FP DiT's own attention inputs (a fixed noised train
+    batch): ``A`` = diffusers' stock processor, ``A_b`` = :class:`~.attention.QuantAttnProcessor` at ``bits``
+    (both attention products' operands quantised per token; the projections stay FP)."""
+    from diffusers.models.attention_processor import AttnProcessor2_0
+
+    from .attention import QuantAttnProcessor
+
+    names = [f"transformer_blocks.{i}.attn1" for i in range(len(model.transformer_blocks))]
+    inputs = recorded_inputs(model, names, n, seed)
+    num = den = 0.0
+    for nm in names:
+        a, x = model.get_submodule(nm), inputs[nm]
+        ref = AttnProcessor2_0()(a, x)
+        num += float(((QuantAttnProcessor(bits)(a, x) - ref) ** 2).sum())
+        den += float((ref**2).sum())
+    return num / den
+
+
+@metric_check
+def attn_error(pipeline: Any, bits: int, role: str = "dit") -> float:
+    """:func:`attention_error` of the FP role's self-attention at ``bits``."""
+    return attention_error(pipeline.models[role], bits)
 
 
 @metric_check

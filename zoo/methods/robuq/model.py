@@ -5,8 +5,8 @@ attention ``to_q/to_k/to_v`` (the original DiT's fused ``attn.qkv``; the three s
 activation bit-width), ``attn1.to_out.0`` (``attn.proj``), ``ff.net.0.proj`` (``mlp.fc1``) and
 ``ff.net.2`` (``mlp.fc2``) get ternary weights, Hadamard-rotated per-token activations and the FP
 low-rank branch; the adaLN modulation ``norm1.linear`` is W4A4; the patch/timestep/label embedders and
-the output layers stay FP. Not implemented: the 8-bit quantisation of the attention products
-(QK^T and softmax V), which needs a custom attention processor.
+the output layers stay FP; the attention products (QK^T and softmax V) get 8-bit per-token operands
+through :class:`~.attention.QuantAttnProcessor` (``attention_bits``; ``None`` = FP, diffusers' stock processor).
 
 AMPN (activation-only mixed precision): per-layer activation bits ``b_l`` in ``choices`` minimising
 ``sum_l s_l(b_l)`` subject to ``sum_l c_l b_l <= avg_bits * sum_l c_l`` (a multiple-choice knapsack,
@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
+from .attention import QuantAttnProcessor, attention_bits_of, install_attention_quantizers
 from .quant import QuantLinear, int_codes, ternary_codes
 
 __all__ = [
@@ -59,18 +60,21 @@ def layer_groups(model: nn.Module) -> dict[str, list[str]]:
 
 
 def install_quantizers(model: nn.Module, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
-                       weight: str = "ternary", adaln: bool = True) -> nn.Module:
-    """Replace the targeted ``nn.Linear`` of ``model`` (in place) by :class:`QuantLinear` and return it."""
+                       weight: str = "ternary", adaln: bool = True, attention_bits: int | None = 8, a_clip: str = "minmax") -> nn.Module:
+    """Replace the targeted ``nn.Linear`` of ``model`` (in place) by :class:`QuantLinear`, give every block's
+    self-attention a :class:`~.attention.QuantAttnProcessor` (``attention_bits``; ``None``: FP products,
+    the stock processor's output) and return the model."""
     for names in layer_groups(model).values():
         for n in names:
             lin = _get(model, n)
             if not isinstance(lin, nn.Linear):
                 raise ValueError(f"{n}: expected nn.Linear, found {type(lin).__name__}")
-            _set(model, n, QuantLinear(lin, weight, a_bits, hadamard, block, lowrank_rank))
+            _set(model, n, QuantLinear(lin, weight, a_bits, hadamard, block, lowrank_rank, a_clip))  # type: ignore[arg-type]
     if adaln:
         for i in range(len(model.transformer_blocks)):
             n = f"transformer_blocks.{i}.{ADALN}"
             _set(model, n, QuantLinear(_get(model, n), "int4", 4, False, None, 0))
+    install_attention_quantizers(model, attention_bits)
     return model
 
 
@@ -79,8 +83,12 @@ def quant_modules(model: nn.Module) -> dict[str, QuantLinear]:
 
 
 def set_enabled(model: nn.Module, enabled: bool) -> nn.Module:
+    """Switch every quantised Linear and attention processor on or off (off = the FP computation)."""
     for m in quant_modules(model).values():
         m.enabled = enabled
+    for blk in getattr(model, "transformer_blocks", []):
+        if isinstance(blk.attn1.processor, QuantAttnProcessor):
+            blk.attn1.processor.enabled = enabled
     return model
 
 
@@ -198,7 +206,7 @@ def packed_state(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, A
             tensors[f"{n}.scale"] = scale.reshape(-1).contiguous()
         else:
             tensors[f"{n}.w_hat"] = wr.contiguous()
-        layout[n] = {"weight_mode": m.weight_mode, "a_bits": m.a_bits, "hadamard": m.hadamard, "block": m.block,
+        layout[n] = {"weight_mode": m.weight_mode, "a_bits": m.a_bits, "a_clip": m.a_clip, "hadamard": m.hadamard, "block": m.block,
                      "lowrank_rank": m.lowrank_rank, "shape": [m.out_features, m.in_features]}
     skip = tuple(f"{n}." for n in qm)
     for k, v in model.state_dict().items():
@@ -215,7 +223,10 @@ def pack_model(model: nn.Module, path: str | Path) -> Path:
     tensors, layout = packed_state(model)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={"robuq_layout": json.dumps(layout, sort_keys=True)})
+    # ONE metadata key: safetensors writes the metadata map in a per-process (hash) order, so two keys would make
+    # the file bytes (and the pinned sha256) differ between runs with identical tensors
+    meta = {"robuq": json.dumps({"linear": layout, "attention": attention_bits_of(model)}, sort_keys=True)}
+    save_file(tensors, str(path), metadata=meta)
     return path
 
 
@@ -237,18 +248,26 @@ def unpack_state(tensors: Mapping[str, torch.Tensor], layout: Mapping[str, Any])
 
 def load_packed(path: str | Path, build: Callable[[], nn.Module]) -> nn.Module:
     """Rebuild a quantised model from :func:`pack_model`'s file: ``build()`` gives the FP architecture,
-    the layout re-installs the frozen quantised modules, and the state loads strictly."""
+    the layout re-installs the frozen quantised modules and the attention processors (files written
+    before the attention quantiser existed carry none: FP attention), and the state loads strictly."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     with safe_open(str(path), framework="pt") as f:
-        layout = json.loads(f.metadata()["robuq_layout"])
+        meta = f.metadata()
+    if "robuq" in meta:
+        doc = json.loads(meta["robuq"])
+        layout, attention = doc["linear"], doc["attention"]
+    else:  # files written before the attention quantiser: the linear layout only
+        layout, attention = json.loads(meta["robuq_layout"]), {}
     tensors = load_file(str(path))
     model = build()
     for n, cfg in layout.items():
-        q = QuantLinear(_get(model, n), cfg["weight_mode"], cfg["a_bits"], cfg["hadamard"], cfg["block"], cfg["lowrank_rank"])
+        q = QuantLinear(_get(model, n), cfg["weight_mode"], cfg["a_bits"], cfg["hadamard"], cfg["block"], cfg["lowrank_rank"], cfg.get("a_clip", "minmax"))
         q.freeze()
         _set(model, n, q)
+    for n, bits in attention.items():
+        _get(model, n).set_processor(QuantAttnProcessor(bits))
     state = {k: v for k, v in tensors.items() if not k.endswith((".codes", ".scale")) and not (k.endswith(".w_hat") and k[:-6] in layout)}
     state.update(unpack_state(tensors, layout))
     model.load_state_dict(state, strict=True)

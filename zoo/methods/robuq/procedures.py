@@ -22,7 +22,7 @@ from registry.outputs import ImageOutput, ProcedureOutput
 
 from .model import allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, set_group_bits
 
-__all__ = ["quantize_dit", "QuantDigitsSampler", "QATDigits", "DiTLatentSampler", "QuantSampleOutput", "QATOutput", "qat_finetune", "digits_eps_batch", "heldout_eps_mse"]
+__all__ = ["quantize_dit", "ampn_allocate", "QuantDigitsSampler", "QATDigits", "DiTLatentSampler", "QuantSampleOutput", "QATOutput", "qat_finetune", "digits_eps_batch", "heldout_eps_mse"]
 
 
 def digits_eps_batch(n: int = 64, seed: int = 0, split: str = "train") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -49,30 +49,52 @@ def heldout_eps_mse(model: Any, n: int = 360, seed: int = 1) -> float:
 @transform
 def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
                  weight: str = "ternary", adaln: bool = True, ampn_avg_bits: float | None = None, ampn_choices: list[int] | None = None,
-                 calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None) -> Any:
-    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`). With ``ampn_avg_bits``
+                 calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None,
+                 attention_bits: int | None = 8, a_clip: str = "minmax") -> Any:
+    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`); ``attention_bits`` (2..16,
+    default 8 = the paper's layout; ``None`` = FP attention products) fake-quantises the operands of
+    ``QK^T`` and ``softmax V`` per token (:class:`~.attention.QuantAttnProcessor`); ``a_clip``: the linear
+    layers' per-token activation range, ``minmax`` (default) or ``gaussian`` (Max's MSE-optimal uniform step
+    on the token's mean and std, :func:`~.quant.quantize_tokens_gaussian`). With ``ampn_avg_bits``
     the activation bits come from AMPN: sensitivities on ``calib_size`` noised train digits, exact DP
     allocation over ``ampn_choices`` (default 1..4) under the average-bit budget; the allocation is
     kept on the model as ``robuq_bits``. Sensitivities are measured on the post-training-quantised
     model (the paper measures them after ~1k QAT steps)."""
     if packed is not None:
-        return _load_packed_into(model, packed, sha256)
+        return _load_packed_into(model, packed, sha256)  # the file's layout (attention bits included) rules
+    if attention_bits is not None and (isinstance(attention_bits, bool) or not 2 <= int(attention_bits) <= 16):
+        raise ValueError(f"transform_config.attention_bits: expected 2..16 or null, got {attention_bits}")
     if weight not in ("ternary", "fp", "int4"):
         raise ValueError(f"transform_config.weight: expected ternary, fp or int4, got {weight!r}")
     if a_bits is not None and not 1 <= int(a_bits) <= 16:
         raise ValueError(f"transform_config.a_bits: expected 1..16 or null, got {a_bits}")
-    install_quantizers(model, a_bits, hadamard, block, lowrank_rank, weight, adaln)  # type: ignore[arg-type]
+    if a_clip not in ("minmax", "gaussian"):
+        raise ValueError(f"transform_config.a_clip: expected minmax or gaussian, got {a_clip!r}")
+    install_quantizers(model, a_bits, hadamard, block, lowrank_rank, weight, adaln, attention_bits, a_clip)  # type: ignore[arg-type]
     if ampn_avg_bits is not None:
-        choices = list(ampn_choices or [1, 2, 3, 4])
-        xt, t, y, _ = digits_eps_batch(calib_size, calib_seed)
-        sens = measure_sensitivities(model, lambda m: m(xt, t, class_labels=y).sample, choices)
-        costs = group_costs(model)
-        names = list(layer_groups(model))
-        bits, _ = allocate_bits([sens[g] for g in names], [costs[g] for g in names], choices, float(ampn_avg_bits))
-        set_group_bits(model, dict(zip(names, bits)))
-        model.robuq_bits = dict(zip(names, bits))
-        model.robuq_sensitivities = sens
+        ampn_allocate(model, float(ampn_avg_bits), ampn_choices, calib_size, calib_seed)
     return model.eval()
+
+
+def ampn_allocate(model: Any, avg_bits: float, choices: list[int] | None = None, calib_size: int = 64, calib_seed: int = 0) -> dict[str, int]:
+    """AMPN on an installed quantised DiT, in place: per-group sensitivities ``s_l(b)`` (output MSE on
+    ``calib_size`` noised train digits with only group l quantised to b bits), the exact DP allocation
+    over ``choices`` (default 1..4) under ``avg_bits``, and the bits set. Measured on the model as it is:
+    post-training by :func:`quantize_dit`; after a QAT warm-up in ``tools/train_robuq_toy.py`` (the
+    paper's protocol: sensitivities after ~1k QAT steps). Keeps ``robuq_bits`` / ``robuq_sensitivities``."""
+    choices = list(choices or [1, 2, 3, 4])
+    xt, t, y, _ = digits_eps_batch(calib_size, calib_seed)
+    was_training = model.training
+    model.eval()
+    sens = measure_sensitivities(model, lambda m: m(xt, t, class_labels=y).sample, choices)
+    model.train(was_training)
+    costs = group_costs(model)
+    names = list(layer_groups(model))
+    bits, _ = allocate_bits([sens[g] for g in names], [costs[g] for g in names], choices, float(avg_bits))
+    set_group_bits(model, dict(zip(names, bits)))
+    model.robuq_bits = dict(zip(names, bits))
+    model.robuq_sensitivities = sens
+    return model.robuq_bits
 
 
 SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
