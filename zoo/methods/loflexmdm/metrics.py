@@ -1,0 +1,132 @@
+"""Exact metrics of the toy variants and the metric checks ``fn(pipeline, ...) -> float`` of the specs.
+
+* validity: membership in the task's support (checksum: format and ``Σ digits mod 5``; brackets: balanced);
+* length TV: total variation between the sampled length histogram and the task's exact length law;
+* learned schedule: φ's per-position insertion multipliers ``b_in^φ`` on exact draws (checksum position vs free
+  digits; the paper's claim is that the determined token is inserted late, i.e. has a *smaller* b_in).
+Samples are unconditional τ-leaping draws from one generator seeded by ``seed``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import torch
+
+from registry.contract import metric_check
+
+from .sampler import SamplerConfig, tau_leap
+from .tasks import Task
+
+CHECK_SAMPLES = 256
+
+
+def task_of(model: Any) -> Task:
+    name = getattr(model, "zoo_task", None)
+    if name is None:
+        raise ValueError("loflexmdm metrics run on the toy variants (a model that names its task)")
+    return Task(name)
+
+
+def sample_texts(model: Any, n: int, cfg: SamplerConfig, seed: int = 0) -> tuple[list[str], dict]:
+    tok = model.zoo_tokenizer
+    g = torch.Generator().manual_seed(seed)
+    tokens, lengths, stats = tau_leap(model, n, cfg, g, tok.eos_token_id, tok.mask_token_id, tok.pad_token_id, model.zoo_max_length)
+    texts = [tok.decode(tokens[i, : int(lengths[i]) - 1].tolist(), skip_special_tokens=True) for i in range(n)]
+    return texts, stats
+
+
+def length_tv(texts: list[str], task: Task) -> float:
+    """TV between the empirical length law of ``texts`` and the task's exact one (lengths outside the support
+    count in full)."""
+    law = task.length_law()
+    counts: dict[int, int] = {}
+    for s in texts:
+        counts[len(s)] = counts.get(len(s), 0) + 1
+    keys = set(law) | set(counts)
+    return 0.5 * sum(abs(counts.get(k, 0) / len(texts) - law.get(k, 0.0)) for k in keys)
+
+
+def evaluate(model: Any, n: int, cfg: SamplerConfig, seed: int = 0) -> dict[str, float]:
+    """Validity (with its binomial SE), length TV, and on the checksum task the format rate and the checksum
+    accuracy given a well-formed sample."""
+    task = task_of(model)
+    t0 = time.perf_counter()
+    texts, stats = sample_texts(model, n, cfg, seed)
+    wall = time.perf_counter() - t0
+    ok = sum(task.valid(s) for s in texts)
+    v = ok / n
+    out = {"validity": v, "validity_se": math.sqrt(max(v * (1 - v), 1e-12) / n), "length_tv": length_tv(texts, task),
+           "mean_length": sum(map(len, texts)) / n, "samples": n, "steps": cfg.max_steps, "wall_s": wall,
+           "final_argmax_filled": sum(stats["final_argmax_filled"]) / n}
+    if task.name == "checksum":
+        fmt = [s for s in texts if len(s) >= 5 and s[-2] == "=" and all(c in "01234" for c in s[:-2] + s[-1]) and 3 <= len(s) - 2 <= 6]
+        out["format_rate"] = len(fmt) / n
+        out["checksum_given_format"] = sum(task.valid(s) for s in fmt) / max(len(fmt), 1)
+    return out
+
+
+@torch.no_grad()
+def learned_schedule(model: Any, n: int = 512, seed: int = 0) -> dict[str, Any]:
+    """φ's insertion multipliers on ``n`` exact draws: per latent position (mean over sequences that have it) and,
+    on the checksum task, the mean over checksum tokens vs free digits vs separators, and the Spearman correlation
+    between b_in and "is the checksum" over all free positions."""
+    task = task_of(model)
+    tok = model.zoo_tokenizer
+    g = torch.Generator().manual_seed(seed)
+    texts = task.sample_texts(n, g)
+    z1, fixed, valid = task.encode_latents(texts, tok)
+    b_in, _ = model.aux_rates(z1, valid)
+    free = valid & ~fixed
+    per_pos = [(float(b_in[:, j][free[:, j]].mean()) if bool(free[:, j].any()) else float("nan")) for j in range(z1.shape[1])]
+    out: dict[str, Any] = {"per_position": per_pos, "mean_all": float(b_in[free].mean())}
+    if task.name == "checksum":
+        lengths = valid.sum(1) - 1  # tokens before <eos>
+        idx = torch.arange(z1.shape[1])[None]
+        is_check = idx == (lengths - 1)[:, None]
+        is_sep = idx == (lengths - 2)[:, None]
+        is_digit = free & ~is_check & ~is_sep
+        out.update(checksum=float(b_in[is_check].mean()), free=float(b_in[is_digit].mean()), separator=float(b_in[is_sep].mean()))
+        out["ratio"] = out["checksum"] / out["free"]
+        x = b_in[free & ~is_sep].double()
+        y = is_check[free & ~is_sep].double()
+        rx = x.argsort().argsort().double()
+        rx = rx - rx.mean()
+        yy = y - y.mean()
+        out["spearman"] = float((rx * yy).sum() / (rx.norm() * yy.norm()).clamp_min(1e-12))
+        # per free-token rank (first digit .. last digit, separator, checksum) averaged over lengths
+        out["by_length"] = {int(L): [float(v) for v in b_in[(lengths == L)][0, : int(L)]] for L in lengths.unique()}
+    return out
+
+
+def _cfg(pipeline: Any, sampler: str, steps: int | None) -> tuple[Any, SamplerConfig]:
+    proc = pipeline.samplers[sampler]
+    cfg = proc.cfg if steps is None else SamplerConfig(steps, proc.cfg.confidence, proc.cfg.top_p, proc.cfg.top_k, proc.cfg.count_1)
+    return proc.model, cfg
+
+
+def evaluate_once(pipeline: Any, sampler: str, n: int, steps: int | None, seed: int = 0) -> dict[str, float]:
+    model, cfg = _cfg(pipeline, sampler, steps)
+    if not hasattr(pipeline, "memo"):
+        return evaluate(model, n, cfg, seed)
+    return pipeline.memo(("loflexmdm.evaluate", sampler, n, cfg, seed), lambda: evaluate(model, n, cfg, seed))
+
+
+@metric_check
+def validity(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
+    """Fraction of ``n`` unconditional samples (seed 0) in the task's support."""
+    return evaluate_once(pipeline, sampler, n, steps)["validity"]
+
+
+@metric_check
+def length_tv_check(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
+    """TV between the sampled and the exact length law over ``n`` unconditional samples (seed 0)."""
+    return evaluate_once(pipeline, sampler, n, steps)["length_tv"]
+
+
+@metric_check
+def checksum_insertion_ratio(pipeline: Any, n: int = 512) -> float:
+    """Mean φ insertion multiplier b_in of the checksum token divided by that of the free digits (< 1: the
+    checksum is inserted later; FlexMDM: exactly 1)."""
+    return learned_schedule(pipeline.models["model"], n)["ratio"]
