@@ -485,8 +485,14 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
     """A hub-file role's loading path, offline: the factory's random state dict (at ``config``, or at
     ``tiny_config`` merged over it when the role has one), mapped back by the converter's inverse
     (identity without a converter), saved under the same file name in a temp folder, then read,
-    verified, converted and loaded by the same code as the real file; every tensor must come back
-    equal to the factory's."""
+    verified, converted and loaded by the same code as the real file.
+
+    Every floating-point parameter is first moved off its init by seeded noise, so tensors the factory
+    initialises identically (norm scales of ones, zero biases) are told apart: an inverse that swaps
+    two of them fails. Every tensor must come back as saved, or, for one the converter fills itself
+    (a release without it: new heads, norms), equal to the factory's own init."""
+    import torch
+
     from .build import build_model, call_factory
     from .loader import locate
     from .weights import inverse_converter, save_state, sha256_file
@@ -495,6 +501,12 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
     file = str(entry.path)
     sub = lambda name: locate(file, f"{field}.{name}")  # noqa: E731
     reference = call_factory(src.factory, src.config, sub, src.tiny_config)
+    init = {k: v.detach().clone() for k, v in reference.state_dict().items()}
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for param in reference.parameters():  # unique parameters: tied ones stay tied
+            if param.is_floating_point():
+                param.add_(torch.randn(param.shape, generator=gen, dtype=torch.float32).to(param.device, param.dtype))
     state = {k: v.detach().clone() for k, v in reference.state_dict().items()}
     raw = inverse_converter(src.convert, sub("convert"))(state)
     with tempfile.TemporaryDirectory() as tmp:
@@ -506,8 +518,12 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
         built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
                             allow_outside_paths=True)  # the harness's own temp file
     got = built.state_dict()
+
+    def same(a: Any, b: Any) -> bool:
+        return a.shape == b.shape and bool((a.to(b.dtype) == b).all())
+
     for k, v in state.items():
-        if k not in got or not (got[k].shape == v.shape and bool((got[k].to(v.dtype) == v).all())):
+        if k not in got or not (same(got[k], v) or same(got[k], init[k])):
             raise AssertionError(f"{field}: {k} does not survive the save -> convert -> load round trip")
 
 

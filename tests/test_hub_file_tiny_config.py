@@ -102,3 +102,19 @@ def test_tiny_config_schema_errors() -> None:
         Spec.model_validate(full_spec({**PAPER, "tiny_config": {"trust_remote_code": True}}))
     with pytest.raises(ValidationError, match="tiny_config"):
         Spec.model_validate(full_spec({**PAPER, "tiny_config": [2, 4]}))
+
+
+def test_check_fails_when_the_inverse_swaps_tensors_that_the_factory_initialises_identically(tmp_path: Path) -> None:
+    """Negative control for identically initialised tensors (every LayerNorm scale is ones): the harness perturbs the
+    factory's parameters before saving, so a swap of two norms cannot pass as a round trip."""
+    bad = {**PAPER, "convert": "zoo_ext_plugin:from_upstream_stack_swapped_norms", "tiny_config": TINY}
+    status, msg = run_all(write_spec(tmp_path, full_spec(bad)), only="loading-path")[CHECK]
+    assert status == "FAIL"
+    assert msg.startswith(f"{FIELD}: norms.0.weight does not survive the save -> convert -> load round trip")
+
+
+def test_check_accepts_tensors_the_converter_fills_with_the_factorys_own_init(tmp_path: Path) -> None:
+    """A release without some tensors (new heads, norms) whose converter fills them as the factory initialises
+    them still passes; anything read from the file must come back as saved."""
+    ok = {**PAPER, "convert": "zoo_ext_plugin:from_upstream_stack_filling_norms", "tiny_config": TINY}
+    assert run_all(write_spec(tmp_path, full_spec(ok)), only="loading-path") == {CHECK: ("PASS", "")}
