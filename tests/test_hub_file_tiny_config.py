@@ -118,3 +118,13 @@ def test_check_accepts_tensors_the_converter_fills_with_the_factorys_own_init(tm
     them still passes; anything read from the file must come back as saved."""
     ok = {**PAPER, "convert": "zoo_ext_plugin:from_upstream_stack_filling_norms", "tiny_config": TINY}
     assert run_all(write_spec(tmp_path, full_spec(ok)), only="loading-path") == {CHECK: ("PASS", "")}
+
+
+def test_zoo_validate_reports_a_bad_tiny_config_in_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from zoo.cli import main
+
+    path = write_spec(tmp_path, full_spec({**PAPER, "tiny_config": {"depth": 65}}))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith((f"{path.resolve()}:", f"{path}:"))
+    assert f"{FIELD}.tiny_config.depth: Input should be less than or equal to 64 (got 65)" in err
