@@ -477,6 +477,22 @@ def test_full_fifo_equals_no_eviction_within_the_window_and_not_beyond(tiny_full
     assert torch.equal(_run(pipe).videos, _run(pipe, **nocache).videos)
 
 
+def test_full_samplers_set_their_own_policy_on_the_shared_transformer(tiny_full):
+    """The three wan-* samplers share one transformer role; each call installs its own policy: past the 21-frame
+    window Deep Sink + PC compresses to N = 16 frames (x 4 tokens), Deep Sink and FIFO roll at M = 21 (the chunk's
+    first call sees 18 cached frames + the new chunk), and the videos differ once the policies act."""
+    pipe, _, _ = tiny_full
+    runs = {s: _run(pipe, sampler=s, num_frames=30) for s in ("wan-deep-sink-pc", "wan-deep-sink", "wan-fifo")}
+    tokens = {s: r.cache_tokens for s, r in runs.items()}
+    assert max(max(t) for t in tokens.values()) <= 21 * 4
+    assert tokens["wan-deep-sink"] == tokens["wan-fifo"] == [12, 24, 36, 48, 60, 72, 84, 84, 84, 84]
+    assert 16 * 4 in tokens["wan-deep-sink-pc"] and tokens["wan-deep-sink-pc"][:7] == tokens["wan-fifo"][:7]
+    first = {s: r.latents[:, :, :21] for s, r in runs.items()}
+    assert torch.equal(first["wan-deep-sink-pc"], first["wan-fifo"]) and torch.equal(first["wan-deep-sink"], first["wan-fifo"])
+    last = {s: r.latents[:, :, 21:] for s, r in runs.items()}
+    assert not torch.equal(last["wan-deep-sink"], last["wan-fifo"]) and not torch.equal(last["wan-deep-sink-pc"], last["wan-deep-sink"])
+
+
 def test_full_sampler_in_bfloat16_tracks_float32(tiny_full):
     """The real run is bfloat16 (transformer and UMT5): the sampler keeps the latents in float32 and casts at each
     call; the bf16 video must track the float32 one (correlation of the latents; a different seed is uncorrelated)."""
@@ -508,3 +524,13 @@ def test_wan_sampler_params_refuse_bad_values_in_one_line():
         P(num_frames=20)
     with pytest.raises(ValidationError, match="budget_frames"):
         P(sink_frames=10, recent_frames=4, budget_frames=12)
+
+
+def test_full_sampler_cli_writes_a_contact_sheet(tiny_full, tmp_path):
+    from PIL import Image
+
+    pipe, _, _ = tiny_full
+    proc = pipe.samplers["wan-fifo"].with_params(**SMALL)
+    text = proc.run_cli(proc.CliInputs(prompt="a cat at night", num_frames=3, out=str(tmp_path / "v.png")), seed=0)
+    img = Image.open(tmp_path / "v.png")
+    assert img.size == (5 * 8, 8) and "5 frames of 8x8" in text  # 3 latent frames -> 5 pixel frames, all shown

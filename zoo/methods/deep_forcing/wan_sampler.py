@@ -27,13 +27,14 @@ from pydantic import Field, field_validator, model_validator
 
 from registry.outputs import ProcedureOutput
 
-from registry.contract import Procedure
+from registry.contract import CliInputs as BaseCliInputs, Procedure
+from zoo.common.output import OutPath
 
 from .policy import CachePolicy
 from .procedures import PolicyParams
 from .wan import install_deep_forcing, self_forcing_rollout
 
-__all__ = ["WanDeepForcingSampler", "VideoOutput", "encode_prompts", "decode_latents", "latent_shape"]
+__all__ = ["WanDeepForcingSampler", "VideoOutput", "encode_prompts", "decode_latents", "latent_shape", "save_contact_sheet"]
 
 EXAMPLE_PROMPT = "a red fox walks through fresh snow in a quiet forest, cinematic, soft morning light"
 
@@ -149,6 +150,30 @@ class WanDeepForcingSampler(Procedure):
         return VideoOutput(videos=decode_latents(vae, latents), latents=latents.cpu(), prompts=prompts, cache_tokens=tokens,
                            policy={**p.policy_kwargs(), "chunk_frames": p.chunk_frames})
 
+    class CliInputs(BaseCliInputs):
+        prompt: str = Field(EXAMPLE_PROMPT, max_length=10_000)
+        num_frames: int | None = Field(None, ge=1, le=960, description="latent frames (default: the sampler's num_frames)")
+        out: OutPath = "deep-forcing-video.png"
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        inputs = inputs if inputs is not None else self.CliInputs()
+        out = self.with_params(progress=True)(seed=seed, prompt=inputs.prompt, num_frames=inputs.num_frames)
+        path = save_contact_sheet(out.videos[0], inputs.out)
+        return (f"{out.videos.shape[1]} frames of {out.videos.shape[3]}x{out.videos.shape[4]} "
+                f"(latent frames {out.latents.shape[2]}); cached tokens max {max(out.cache_tokens)}; wrote {path} "
+                f"(8 frames; VideoOutput.frames gives uint8 [B, T, H, W, 3] for a video writer)")
+
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         words = ["a red fox in the snow", "a city street at night in the rain", "waves on a beach at sunset"]
         return {"prompt": [words[i % len(words)] for i in range(batch_size)], "num_frames": 2 * self.params.chunk_frames}
+
+
+def save_contact_sheet(video: torch.Tensor, path: str, n: int = 8) -> str:
+    """``n`` evenly spaced frames of one video ``[T, 3, H, W]`` in ``[-1, 1]`` side by side, as a PNG."""
+    from PIL import Image
+
+    idx = torch.linspace(0, video.shape[0] - 1, min(n, video.shape[0])).round().long()
+    strip = torch.cat(list(video[idx]), dim=-1)  # [3, H, n W]
+    arr = ((strip / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+    Image.fromarray(arr).save(path)
+    return str(path)
