@@ -1,7 +1,8 @@
 """Behaviour of ``zoo.methods.deep_forcing`` beyond the spec's invariants: every invariant's negative control (a
 plausible wrong implementation fails the same check), the policy's validation messages, exact cache-size traces of
-the paper's configuration, the relative-offset bound with and without re-alignment on the trained toy, and the
-sampler through ``zoo.load``."""
+the paper's configuration, the relative-offset bound with and without re-alignment on the trained toy, the
+sampler through ``zoo.load``, and the whole ``full`` pipeline (tokenizer -> UMT5 -> Self-Forcing chunk loop through the
+cache -> Wan VAE) built by ``zoo.load`` from the spec's own sources out of a fake offline hub of tiny checkpoints."""
 from __future__ import annotations
 
 import pytest

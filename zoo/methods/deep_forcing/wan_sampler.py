@@ -25,9 +25,8 @@ from typing import Any
 import torch
 from pydantic import Field, field_validator, model_validator
 
-from registry.outputs import ProcedureOutput
-
 from registry.contract import CliInputs as BaseCliInputs, Procedure
+from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 
 from .policy import CachePolicy
