@@ -406,7 +406,7 @@ def tiny_full(tmp_path_factory):
         pipe = zoo.load(str(child), variant="full", sampler="wan-deep-sink-pc", dtype="float32")
     finally:
         mp.undo()  # everything is built (and cached) by now
-    yield pipe, ref, raw
+    yield pipe, ref, raw, child
 
 
 def test_full_pipeline_builds_every_role_from_the_spec_sources(tiny_full):
@@ -415,7 +415,7 @@ def test_full_pipeline_builds_every_role_from_the_spec_sources(tiny_full):
 
     from zoo.methods.deep_forcing.wan import DeepForcingWanProcessor
 
-    pipe, ref, raw = tiny_full
+    pipe, ref, raw, _ = tiny_full
     assert pipe.variant == "full" and set(pipe.models) == {"transformer", "text_encoder", "tokenizer", "vae"}
     assert isinstance(pipe.models["text_encoder"], UMT5EncoderModel) and isinstance(pipe.models["vae"], AutoencoderKLWan)
     tr = pipe.models["transformer"]
@@ -432,7 +432,7 @@ def _run(pipe, sampler="wan-deep-sink-pc", seed=0, prompt="a red fox in the snow
 
 
 def test_full_sampler_video_shape_range_cache_and_seeded_determinism(tiny_full):
-    pipe, _, _ = tiny_full
+    pipe, _, _, _ = tiny_full
     out = _run(pipe, prompt=["a red fox in the snow", "a cat at night"])
     # 6 latent frames -> 1 + 2 x 5 pixel frames (tiny VAE: temporal factor 2), 8 x 8 pixels, RGB
     assert out.videos.shape == (2, 11, 3, 8, 8) and out.videos.dtype == torch.float32
@@ -450,7 +450,7 @@ def test_full_sampler_video_shape_range_cache_and_seeded_determinism(tiny_full):
 def test_full_sampler_text_embedding_conditions_the_video(tiny_full):
     from zoo.methods.deep_forcing.wan_sampler import encode_prompts
 
-    pipe, _, _ = tiny_full
+    pipe, _, _, _ = tiny_full
     fox, city = _run(pipe, prompt="a red fox in the snow"), _run(pipe, prompt="a city street at night")
     assert (fox.latents - city.latents).abs().max() > 1e-3
     # words outside the tiny vocabulary are all [UNK]: same tokens, so the same video bit for bit (the difference
@@ -466,7 +466,7 @@ def test_full_sampler_text_embedding_conditions_the_video(tiny_full):
 def test_full_fifo_equals_no_eviction_within_the_window_and_not_beyond(tiny_full):
     """Self-Forcing's FIFO cache evicts nothing while the video fits the window, so it must give the no-eviction
     (full-cache) result bit for bit; one chunk past the window it must differ (the control)."""
-    pipe, _, _ = tiny_full
+    pipe, _, _, _ = tiny_full
     fifo = dict(sampler="wan-fifo", window_frames=6)
     nocache = dict(sampler="wan-fifo", window_frames=None)
     assert torch.equal(_run(pipe, **fifo).videos, _run(pipe, **nocache).videos)
@@ -482,7 +482,7 @@ def test_full_samplers_set_their_own_policy_on_the_shared_transformer(tiny_full)
     """The three wan-* samplers share one transformer role; each call installs its own policy: past the 21-frame
     window Deep Sink + PC compresses to N = 16 frames (x 4 tokens), Deep Sink and FIFO roll at M = 21 (the chunk's
     first call sees 18 cached frames + the new chunk), and the videos differ once the policies act."""
-    pipe, _, _ = tiny_full
+    pipe, _, _, _ = tiny_full
     runs = {s: _run(pipe, sampler=s, num_frames=30) for s in ("wan-deep-sink-pc", "wan-deep-sink", "wan-fifo")}
     tokens = {s: r.cache_tokens for s, r in runs.items()}
     assert max(max(t) for t in tokens.values()) <= 21 * 4
@@ -501,7 +501,7 @@ def test_full_sampler_in_bfloat16_tracks_float32(tiny_full):
 
     from zoo.methods.deep_forcing.wan_sampler import WanDeepForcingSampler
 
-    pipe, _, _ = tiny_full
+    pipe, _, _, _ = tiny_full
     models = {k: copy.deepcopy(v).to(torch.bfloat16) if hasattr(v, "parameters") else v for k, v in pipe.models.items()}
     bf16 = WanDeepForcingSampler(models, WanDeepForcingSampler.Params(**SMALL))
     out = bf16(seed=0, prompt="a red fox in the snow", num_frames=6)
@@ -527,11 +527,17 @@ def test_wan_sampler_params_refuse_bad_values_in_one_line():
         P(sink_frames=10, recent_frames=4, budget_frames=12)
 
 
-def test_full_sampler_cli_writes_a_contact_sheet(tiny_full, tmp_path):
+def test_full_sampler_cli_writes_a_contact_sheet(tiny_full, tmp_path, capsys):
+    """``zoo run SPEC --variant full --sampler wan-fifo --prompt ... --num_frames 3 --out v.png`` (the built roles come
+    from the process cache, so no hub is read again)."""
     from PIL import Image
 
-    pipe, _, _ = tiny_full
-    proc = pipe.samplers["wan-fifo"].with_params(**SMALL)
-    text = proc.run_cli(proc.CliInputs(prompt="a cat at night", num_frames=3, out=str(tmp_path / "v.png")), seed=0)
-    img = Image.open(tmp_path / "v.png")
-    assert img.size == (5 * 8, 8) and "5 frames of 8x8" in text  # 3 latent frames -> 5 pixel frames, all shown
+    from zoo.cli import main
+
+    _, _, _, child = tiny_full
+    out = tmp_path / "v.png"
+    argv = [str(child), "--variant", "full", "--sampler", "wan-fifo", "--dtype", "float32", "--param", "height=8",
+            "--param", "width=8", "--param", "max_sequence_length=8", "--prompt", "a cat at night", "--num_frames", "3", "--out", str(out)]
+    assert main(["run", *argv]) == 0
+    assert Image.open(out).size == (5 * 8, 8)  # 3 latent frames -> 5 pixel frames, all shown side by side
+    assert "5 frames of 8x8" in capsys.readouterr().out
