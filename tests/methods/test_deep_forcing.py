@@ -461,6 +461,14 @@ def test_full_sampler_text_embedding_conditions_the_video(tiny_full):
     short, long = encode_prompts(tok, enc, ["a red fox"], 5), encode_prompts(tok, enc, ["a red fox"], 12)
     assert torch.allclose(short[:, :3], long[:, :3], atol=1e-6) and not short[:, :3].eq(0).all()
     assert long[:, 3:].eq(0).all() and short[:, 3:].eq(0).all()
+    seen = []  # whitespace runs are collapsed before tokenising (Self-Forcing's clean="whitespace")
+
+    def spy(texts, **kw):
+        seen.extend(texts)
+        return tok(texts, **kw)
+
+    encode_prompts(spy, enc, ["  a red\n fox  in "], 5)
+    assert seen == ["a red fox in"]
 
 
 def test_full_fifo_equals_no_eviction_within_the_window_and_not_beyond(tiny_full):

@@ -63,8 +63,9 @@ def _device(module: Any) -> torch.device:
 
 @torch.no_grad()
 def encode_prompts(tokenizer: Any, text_encoder: Any, prompts: Sequence[str], max_length: int = 512) -> torch.Tensor:
-    """``[B, max_length, d]`` UMT5 embeddings, padding positions zero (diffusers ``WanPipeline._get_t5_prompt_embeds``)."""
-    tok = tokenizer(list(prompts), padding="max_length", max_length=max_length, truncation=True, add_special_tokens=True,
+    """``[B, max_length, d]`` UMT5 embeddings, padding positions zero (diffusers ``WanPipeline._get_t5_prompt_embeds``);
+    whitespace runs collapsed first (Self-Forcing's tokenizer ``clean="whitespace"``; diffusers' ftfy pass is not done)."""
+    tok = tokenizer([" ".join(p.split()) for p in prompts], padding="max_length", max_length=max_length, truncation=True, add_special_tokens=True,
                     return_attention_mask=True, return_tensors="pt")
     dev = _device(text_encoder)
     ids, mask = tok["input_ids"].to(dev), tok["attention_mask"].to(dev)
