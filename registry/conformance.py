@@ -513,8 +513,10 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
         path = Path(tmp) / src.weights.filename
         path.parent.mkdir(parents=True, exist_ok=True)
         save_state(raw, path)
+        # dtype: None: the round trip checks the converter and key layout; a role's storage dtype
+        # (bf16) would round the seeded noise and hide nothing about the layout
         local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path),
-                                       "config": src.tiny_factory_config(), "tiny_config": None})
+                                       "config": src.tiny_factory_config(), "tiny_config": None, "dtype": None})
         built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
                             allow_outside_paths=True)  # the harness's own temp file
     got = built.state_dict()

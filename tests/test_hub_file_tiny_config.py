@@ -55,6 +55,14 @@ def test_tiny_config_is_merged_over_config_and_used_for_a_runnable_variant_too(t
     assert zoo_ext_plugin.BUILT_STACKS == [(64, 3), (64, 3)]  # depth from config, width from tiny_config
 
 
+def test_tiny_config_check_passes_for_a_role_stored_in_bfloat16(tmp_path: Path) -> None:
+    """The round trip checks the converter and key layout, not the role's storage dtype: a ``dtype: bfloat16``
+    role (Wan + Self-Forcing in deep-forcing) must not fail because bf16 rounds the check's seeded noise."""
+    res = run_all(write_spec(tmp_path, full_spec({**PAPER, "tiny_config": TINY, "dtype": "bfloat16"})),
+                  only="loading-path")
+    assert res == {CHECK: ("PASS", "")}
+
+
 def test_tiny_config_check_fails_when_the_converters_inverse_is_wrong(tmp_path: Path) -> None:
     """Negative control: same names and shapes (square kernels), untransposed values -> the round trip differs."""
     bad = {**PAPER, "convert": "zoo_ext_plugin:from_upstream_stack_bad_inverse", "tiny_config": TINY}
