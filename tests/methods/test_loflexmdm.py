@@ -240,3 +240,33 @@ def test_unit_time_weight_leaves_phi_with_the_papers_objective() -> None:
     for a, b in zip(ph_h, ph_u):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
     assert any(not torch.allclose(a, b, rtol=1e-2) for a, b in zip(th_h, th_u))
+
+
+def test_training_clips_theta_and_phi_separately(monkeypatch: pytest.MonkeyPatch) -> None:
+    """φ's hazard-weighted gradients (up to ~1e4 near t = 1) must not shrink θ's step: with a loss whose φ part
+    is 1e6 times larger on the first step than on the second, θ's parameters after two steps are exactly those of
+    a run whose loss has no φ part (a global clip would scale θ's first gradient by ~1e-6 and change them)."""
+    import copy
+
+    from zoo.methods.loflexmdm import training
+
+    calls = {"n": 0}
+
+    def fake_loss(with_phi: bool):
+        def f(model, *args, **kwargs):
+            calls["n"] += 1
+            gen = sum((p * (k + 1)).sum() for k, p in enumerate(model.generator.parameters()))
+            aux = sum(p.sum() for p in model.aux.parameters()) * (1e6 if calls["n"] % 2 else 1e-3)
+            loss = gen + (aux if with_phi else 0.0 * aux)
+            return loss, {"loss_theta": float(gen.detach())}
+        return f
+
+    base = build_model(task="checksum")
+    out = []
+    for with_phi in (True, False):
+        m = copy.deepcopy(base)
+        monkeypatch.setattr(training, "joint_loss", fake_loss(with_phi))
+        training.train(m, Task("checksum"), 2, 4, 1e-2, 1e-2, torch.Generator().manual_seed(0))
+        out.append([p.detach().clone() for p in m.generator.parameters()])
+    for a, b in zip(*out):
+        assert torch.equal(a, b)
