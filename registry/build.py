@@ -265,6 +265,40 @@ def _place(obj: Any, device: str, dtype: Any) -> Any:
     return obj
 
 
+def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config`` validated by a registered factory's params model: the keyword arguments to call it with (only
+    the keys the spec gave). ``where(field)`` locates a spec field; with ``tiny`` (a ``tiny_config``, merged over
+    ``config``) a problem with one of its keys is located at ``tiny_config.<key>``, any other at ``config.<key>``."""
+    from .contract import factory_params
+
+    tiny = dict(tiny or {})
+    field = lambda key: f"tiny_config.{key}" if key.split(".")[0] in tiny else f"config.{key}"  # noqa: E731
+    for name, values in (("config", config), ("tiny_config", tiny)):
+        try:
+            refuse_consent_keys(dict(values))
+        except ValueError as exc:
+            raise ParamError(str(exc), where(name)) from None
+    model_cls = factory_params(factory)
+    try:
+        cfg = model_cls(**{**config, **tiny})
+    except ValidationError as exc:
+        raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny_config" if tiny else "config"))) from None
+    return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def call_factory(target: str, config: Mapping[str, Any], sub: Any, tiny: Mapping[str, Any] | None = None) -> Any:
+    """Resolve a ``source: zoo`` factory, validate its config (:func:`factory_kwargs`) and call it; a failure is one
+    located line. ``sub(field)`` locates a field of the source."""
+    factory = resolve(target, sub("factory"), kind="factory")
+    kwargs = factory_kwargs(factory, config, sub, tiny)
+    try:
+        return factory(**kwargs)
+    except ZooError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
+        raise BuildError(f"factory {target} failed with this config: {_one_line(exc)}", sub("tiny_config" if tiny else "config")) from exc
+
+
 def build_model(
     source: ModelSource,
     *,
@@ -284,26 +318,7 @@ def build_model(
     sub = lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name)  # noqa: E731
     want_dtype = _torch_dtype(dtype or source.dtype)
     if isinstance(source, ZooSource):
-        from pydantic import ValidationError as PydanticValidationError
-
-        from .contract import factory_params
-
-        factory = resolve(source.factory, sub("factory"), kind="factory")
-        try:
-            refuse_consent_keys(source.config)
-        except ValueError as exc:
-            raise ParamError(str(exc), sub("config")) from None
-        model_cls = factory_params(factory)
-        try:
-            cfg = model_cls(**source.config)
-        except PydanticValidationError as exc:
-            raise validation_error(exc, model_cls, lambda f: sub(f"config.{f}")) from None
-        try:
-            obj = factory(**{k: getattr(cfg, k) for k in cfg.model_fields_set})  # only what the spec gave
-        except ZooError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
-            raise BuildError(f"factory {source.factory} failed with this config: {_one_line(exc)}", sub("config")) from exc
+        obj = call_factory(source.factory, source.config, sub)
         if source.weights is not None:
             _load_weights(obj, source, spec_dir, sub, allow_outside_paths)
         return _place(apply_transform(obj, source, loc), device, want_dtype)

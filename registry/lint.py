@@ -64,6 +64,24 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         for key, msg in check_values(schema, values):
             errors.append(SpecError(msg, locate(file, f"{field}.{key}")))
 
+    def tiny_config(src: ZooSource, field: str) -> None:
+        """A package without a static index: ``tiny_config`` (merged over ``config``) through the imported
+        factory's params model, as the conformance loading-path check will build it."""
+        from .build import factory_kwargs
+        from .errors import ParamError
+        from .resolve import resolve as resolve_target
+        from .static import target_info
+
+        if target_info(src.factory) is not None or src.factory.split(":")[0].split(".")[0] not in allowed:
+            return  # checked statically above, or already reported
+        try:
+            factory_kwargs(resolve_target(src.factory, locate(file, f"{field}.factory"), kind="factory"), src.config,
+                           lambda name: locate(file, f"{field}.{name}"), src.tiny_config)
+        except ResolveError:
+            return  # reported by target()
+        except ParamError as exc:
+            errors.append(SpecError(exc.message, exc.location))
+
     top = spec.implementation.split(".")[0]
     if top not in allowed:
         errors.append(SpecError(f"package {top!r} is not in the allowlist", locate(file, "implementation")))
@@ -80,7 +98,12 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"
             if isinstance(src, ZooSource):
-                params(target(src.factory, f"{field}.factory", "factory"), src.config or {}, f"{field}.config")
+                factory_entry = target(src.factory, f"{field}.factory", "factory")
+                params(factory_entry, src.config or {}, f"{field}.config")
+                if src.tiny_config is not None:
+                    params(factory_entry, src.tiny_config, f"{field}.tiny_config")
+                    if resolve and factory_entry is None:
+                        tiny_config(src, field)
                 target(src.convert, f"{field}.convert", "converter")
             target(getattr(src, "transform", None), f"{field}.transform", "transform")
             if isinstance(src, HubSource) and src.model_class:

@@ -270,6 +270,16 @@ class ZooSource(Transformable):
     package, optionally loading weights: a local file or one file of a hub repository, mapped to
     the factory's keys by ``convert``."""
 
+    doc_example: ClassVar[str] = """
+dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter with its inverse
+  source: zoo
+  factory: "my_plugin.model:build_dit"
+  config: {depth: 28, width: 1152}
+  weights: {hub: owner/repo, revision: <40-hex>, filename: ckpt/model_ema.pt, sha256: <64-hex>}
+  convert: "my_plugin.convert:from_upstream"
+  tiny_config: {depth: 2, width: 16}   # the conformance loading-path check builds this instead
+"""
+
     source: Literal["zoo"]
     factory: Target
     config: ConsentFree = Field({}, description="keyword arguments of the factory, validated against its params model")
@@ -282,6 +292,12 @@ class ZooSource(Transformable):
     )
     dtype: DType | None = None
     allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
+    tiny_config: ConsentFree | None = Field(
+        None, description="hub-file weights only: factory config overrides (merged over `config`) that give a tiny model "
+        "with the same key layout and converter; the conformance loading-path check builds the factory at this config, "
+        "maps its state back by the converter's inverse and loads it through the real code, for any variant status "
+        "(without it, a declared-only variant's hub-file check is SKIP); validated like `config`"
+    )
 
     @model_validator(mode="after")
     def _hash(self) -> "ZooSource":
@@ -294,7 +310,14 @@ class ZooSource(Transformable):
             raise ValueError("sha256: a hub file carries its own sha256 (weights.sha256)")
         if self.convert is not None and self.weights is None:
             raise ValueError("convert: given without weights")
+        if self.tiny_config is not None and not isinstance(self.weights, HubFile):
+            raise ValueError("tiny_config: only a role whose weights are a hub file ({hub, filename, ...}) has a tiny "
+                             "loading-path check (local weights are checked as shipped)")
         return self
+
+    def tiny_factory_config(self) -> dict[str, Any]:
+        """The factory config of the tiny loading-path check: ``config`` with ``tiny_config`` merged over it."""
+        return {**self.config, **(self.tiny_config or {})}
 
 
 class RoleSource(Transformable):

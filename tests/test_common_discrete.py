@@ -300,3 +300,31 @@ def test_a_model_folder_without_tokenizer_files_gives_no_tokenizer(tmp_path):
         find_tokenizer(model)
     sampler = ARDecoding(models={"target": model}, params=ARDecoding.Params(max_new_tokens=4))
     assert sampler.tokenizer() is None and eos_of(sampler.tokenizer(), model) == 5
+
+
+def test_masked_losses_are_finite_with_finite_gradients_where_nothing_is_masked_at_the_data_end():
+    """At the data end (DFM s = 1, kappa = 1: weight kappa'/(1 - kappa) = inf; MDLM t = 0: weight 1/t = inf) nothing
+    is masked, so those rows contribute exactly 0 (not 0 * inf = NaN) and the other rows keep their hand values;
+    the gradient is finite too."""
+    from zoo.common.masked_dlm import dfm_masked_loss, masked_diffusion_loss
+
+    logits, x0, masked, t = _hand_case()
+    masked = masked.clone()
+    masked[0] = False                      # row 0: nothing masked, at the data end
+    L = logits.tolist()
+    for power in (1.0, 2.0):
+        s = torch.tensor([[1.0], [0.5]])   # row 0 at s = 1
+        w1 = power * 0.5 ** (power - 1) / (1 - 0.5**power)
+        hand = w1 * (_nll(L[1][0], 2) + _nll(L[1][1], 2)) / 4
+        lg = logits.clone().requires_grad_(True)
+        loss = dfm_masked_loss(lg, x0, masked, s, power=power)
+        assert loss.item() == pytest.approx(hand, rel=1e-6)
+        loss.backward()
+        assert torch.isfinite(lg.grad).all() and (lg.grad[0] == 0).all()
+    lg = logits.clone().requires_grad_(True)
+    loss = masked_diffusion_loss(lg, x0, masked, torch.tensor([[0.0], [0.5]]))
+    assert loss.item() == pytest.approx((_nll(L[1][0], 2) + _nll(L[1][1], 2)) / 0.5 / 4, rel=1e-6)
+    loss.backward()
+    assert torch.isfinite(lg.grad).all() and (lg.grad[0] == 0).all()
+    # a masked token at the data end has probability 0 under the path; if one is given anyway its weight is inf
+    assert dfm_masked_loss(logits, x0, torch.ones_like(masked), torch.tensor([[1.0], [0.5]])).item() == math.inf

@@ -385,7 +385,7 @@ def test_analytic_model_sizes_are_bounded(config: dict[str, Any], field: str) ->
 
 
 def test_a_failing_factory_is_one_line_naming_the_config(tmp_path: Path) -> None:
-    src = ZooSource(source="zoo", factory="zoo.methods.f_dpmsolver.toy:build_digits_unet",
+    src = ZooSource(source="zoo", factory="zoo.common.digits:build_digits_unet",
                     config={"block_out_channels": [8, 16, 32]})  # 3 channels for 2 block types: diffusers raises
     with pytest.raises(BuildError, match="failed with this config") as exc:
         build_model(src, spec_dir=Path("."))

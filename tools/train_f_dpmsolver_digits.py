@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.common.digits import digits_images  # noqa: E402
 from zoo.common.training import EMA, add_check_argument, ddpm_eps_loss, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint, setup_deterministic  # noqa: E402
-from zoo.methods.f_dpmsolver.toy import build_digits_unet  # noqa: E402
+from zoo.common.digits import build_digits_unet  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -111,3 +111,27 @@ def test_digits_dit_is_a_spec_buildable_factory_with_the_shipped_weights():
     assert all(torch.equal(v, ref[k]) for k, v in built.state_dict().items()) and built.state_dict().keys() == ref.keys()
     with pytest.raises(ParamError, match="num_layers"):
         build_model(ZooSource(**{**src, "config": {"num_layers": 10_000}}), spec_dir=D.DIGITS_DIT_WEIGHTS.parents[1])
+
+
+def test_digits_unet_is_the_common_factory_of_both_specs_and_loads_the_pinned_weights_bit_for_bit():
+    """Second use (F-DPMSolver, PROBE) moved ``build_digits_unet`` to zoo.common.digits: both specs' UNet roles
+    name it there, and each role loads the sha256-pinned file bit for bit (every tensor equal to the file's)."""
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    import zoo
+
+    root = Path(__file__).resolve().parents[2]
+    shipped = load_file(str(root / "specs/weights/f-dpmsolver-digits-unet.safetensors"))
+    for spec, role, variant in (("f-dpmsolver", "denoiser", "digits"), ("probe", "unet", "toy")):
+        src = zoo.spec(spec).models[role].variants[variant]
+        assert src.factory == "zoo.common.digits:build_digits_unet", spec
+        assert src.sha256 == "029bb57fb53e9b2198f1e617219de316fa93d34180853c43d8e4f2a8ee9889bd", spec
+    from registry.build import build_model
+
+    unet = build_model(zoo.spec("probe").models["unet"].variants["toy"], spec_dir=root / "specs")
+    state = unet.state_dict()
+    assert state.keys() == shipped.keys()
+    assert all(torch.equal(state[k], v) for k, v in shipped.items())
+    assert unet.data_mean == D.DIGITS_MEAN == pytest.approx(float(D.digits_images().mean()), abs=1e-7)

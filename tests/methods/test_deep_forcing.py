@@ -1,7 +1,8 @@
 """Behaviour of ``zoo.methods.deep_forcing`` beyond the spec's invariants: every invariant's negative control (a
 plausible wrong implementation fails the same check), the policy's validation messages, exact cache-size traces of
-the paper's configuration, the relative-offset bound with and without re-alignment on the trained toy, and the
-sampler through ``zoo.load``."""
+the paper's configuration, the relative-offset bound with and without re-alignment on the trained toy, the
+sampler through ``zoo.load``, and the whole ``full`` pipeline (tokenizer -> UMT5 -> Self-Forcing chunk loop through the
+cache -> Wan VAE) built by ``zoo.load`` from the spec's own sources out of a fake offline hub of tiny checkpoints."""
 from __future__ import annotations
 
 import pytest
@@ -338,3 +339,213 @@ def test_self_forcing_sampler_through_cache_equals_recomputation_and_respects_bu
     ev = model.deep_forcing.caches[0].events
     assert max(e.tokens_after for e in ev) <= 21 * 4 and sum(e.kind == "compress" for e in ev) >= 2
     assert sum(e.kind == "overwrite" for e in ev) == 4 * 10  # 4 repeated calls per chunk never evict
+
+
+# ----------------------------------------------------------------------------- the full pipeline on tiny models
+WAN_REPO, SF_REPO, SF_FILE = "Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "gdhe17/Self-Forcing", "checkpoints/self_forcing_dmd.pt"
+TINY_WAN = dict(num_layers=2, num_attention_heads=2, attention_head_dim=12, ffn_dim=32, in_channels=4, text_dim=16, freq_dim=16)
+SMALL = dict(height=8, width=8, max_sequence_length=8)  # tiny VAE: 2x spatial, x patch 2 -> 2 x 2 tokens per latent frame
+
+
+def _fake_hub_snapshot(hub, repo: str, rev: str):
+    """``<hub>/models--<repo>/snapshots/<rev>`` with ``refs/main`` pointing at it: what an unpinned, offline
+    ``from_pretrained`` / ``hf_hub_download`` of the default branch reads."""
+    folder = hub / ("models--" + repo.replace("/", "--"))
+    (folder / "refs").mkdir(parents=True, exist_ok=True)
+    (folder / "refs" / "main").write_text(rev)
+    snap = folder / "snapshots" / rev
+    snap.mkdir(parents=True, exist_ok=True)
+    return snap
+
+
+@pytest.fixture(scope="module")
+def tiny_full(tmp_path_factory):
+    """The spec's ``full`` variant built by ``zoo.load`` from an offline fake hub holding tiny checkpoints: the
+    tokenizer, UMT5 encoder and Wan VAE made from the spec's own ``tiny:`` blocks (the conformance harness's
+    helper, saved with ``save_pretrained`` into the Wan repository's subfolders), and a bfloat16 Self-Forcing-layout
+    ``.pt`` of a tiny Wan. The child spec only shrinks the transformer's factory config and marks ``full`` runnable
+    on a CPU; every source (unpinned hub ids, subfolders, hub file, converter, transform) is the real spec's."""
+    import shutil
+
+    import huggingface_hub.constants as c
+    import huggingface_hub.file_download as fd
+
+    import zoo
+    from registry.conformance import _tiny_checkpoint
+    from zoo.methods.deep_forcing.wan import build_wan_transformer, to_self_forcing
+
+    tmp = tmp_path_factory.mktemp("wan-full")
+    hub, rev = tmp / "hub", "d" * 40
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_CACHE", str(hub))
+    mp.setattr(c, "HF_HUB_CACHE", str(hub))
+    mp.setattr(fd, "HF_HUB_CACHE", str(hub), raising=False)
+    spec = zoo.spec("deep-forcing")
+    snap = _fake_hub_snapshot(hub, WAN_REPO, rev)
+    for role in ("tokenizer", "text_encoder", "vae"):
+        src = spec.models[role].variants["full"]
+        assert src.id == WAN_REPO and src.revision is None and src.allow_unpinned
+        _tiny_checkpoint(src, tmp / role)
+        shutil.copytree(tmp / role / "tiny" / src.subfolder, snap / src.subfolder)
+    # what an online download leaves for a file the repository lacks (AutoTokenizer asks for tokenizer/config.json)
+    no_exist = hub / ("models--" + WAN_REPO.replace("/", "--")) / ".no_exist" / rev / "tokenizer"
+    no_exist.mkdir(parents=True)
+    (no_exist / "config.json").touch()
+    torch.manual_seed(5)
+    ref = build_wan_transformer(**TINY_WAN)
+    raw = {k: v.to(torch.bfloat16) for k, v in to_self_forcing(ref.state_dict())["generator_ema"].items()}
+    ckpt = {"generator_ema": raw, "generator": {k: torch.zeros_like(v) for k, v in raw.items()}}
+    (_fake_hub_snapshot(hub, SF_REPO, rev) / "checkpoints").mkdir()
+    torch.save(ckpt, _fake_hub_snapshot(hub, SF_REPO, rev) / SF_FILE)
+    child = tmp / "deep-forcing-tiny-full.yaml"
+    child.write_text(
+        "extends: deep-forcing\nname: deep-forcing-tiny-full\n"
+        f"models: {{transformer: {{variants: {{full: {{config: {dict(TINY_WAN)}}}}}}}}}\n".replace("'", "")
+        + "hardware: {full: {accelerator: cpu, min_memory_gb: 0, status: runnable, reason: null}}\n")
+    try:
+        pipe = zoo.load(str(child), variant="full", sampler="wan-deep-sink-pc", dtype="float32")
+    finally:
+        mp.undo()  # everything is built (and cached) by now
+    yield pipe, ref, raw, child
+
+
+def test_full_pipeline_builds_every_role_from_the_spec_sources(tiny_full):
+    from diffusers import AutoencoderKLWan, WanTransformer3DModel
+    from transformers import UMT5EncoderModel
+
+    from zoo.methods.deep_forcing.wan import DeepForcingWanProcessor
+
+    pipe, ref, raw, _ = tiny_full
+    assert pipe.variant == "full" and set(pipe.models) == {"transformer", "text_encoder", "tokenizer", "vae"}
+    assert isinstance(pipe.models["text_encoder"], UMT5EncoderModel) and isinstance(pipe.models["vae"], AutoencoderKLWan)
+    tr = pipe.models["transformer"]
+    assert isinstance(tr, WanTransformer3DModel) and all(isinstance(b.attn1.processor, DeepForcingWanProcessor) for b in tr.blocks)
+    # the EMA generator (not the zeroed "generator"), bf16 widened losslessly: equal to the reference rounded to bf16
+    for k, v in ref.state_dict().items():
+        assert torch.equal(tr.state_dict()[k], v.to(torch.bfloat16).float()), k
+    assert set(pipe.samplers) == {"wan-deep-sink-pc", "wan-deep-sink", "wan-fifo"}  # the toy samplers need `video`
+    assert "deep-sink-pc" in pipe.unavailable
+
+
+def _run(pipe, sampler="wan-deep-sink-pc", seed=0, prompt="a red fox in the snow", num_frames=6, **params):
+    return pipe.samplers[sampler].with_params(**SMALL, **params)(seed=seed, prompt=prompt, num_frames=num_frames)
+
+
+def test_full_sampler_video_shape_range_cache_and_seeded_determinism(tiny_full):
+    pipe, _, _, _ = tiny_full
+    out = _run(pipe, prompt=["a red fox in the snow", "a cat at night"])
+    # 6 latent frames -> 1 + 2 x 5 pixel frames (tiny VAE: temporal factor 2), 8 x 8 pixels, RGB
+    assert out.videos.shape == (2, 11, 3, 8, 8) and out.videos.dtype == torch.float32
+    assert out.latents.shape == (2, 4, 6, 4, 4) and torch.isfinite(out.latents).all()
+    assert float(out.videos.min()) >= -1.0 and float(out.videos.max()) <= 1.0 and float(out.videos.std()) > 1e-3
+    assert out.cache_tokens == [12, 24]  # 3 frames x 2 x 2 tokens after chunk 0's first call, then 6 frames
+    assert out.frames.shape == (2, 11, 8, 8, 3) and out.frames.dtype.name == "uint8"
+    assert out.policy["sink_frames"] == 10 and out.policy["pc_enabled"] is True
+    again = _run(pipe, prompt=["a red fox in the snow", "a cat at night"])
+    assert torch.equal(out.videos, again.videos) and torch.equal(out.latents, again.latents)
+    other = _run(pipe, seed=1, prompt=["a red fox in the snow", "a cat at night"])
+    assert not torch.allclose(out.latents, other.latents)
+
+
+def test_full_sampler_text_embedding_conditions_the_video(tiny_full):
+    from zoo.methods.deep_forcing.wan_sampler import encode_prompts
+
+    pipe, _, _, _ = tiny_full
+    fox, city = _run(pipe, prompt="a red fox in the snow"), _run(pipe, prompt="a city street at night")
+    assert (fox.latents - city.latents).abs().max() > 1e-3
+    # words outside the tiny vocabulary are all [UNK]: same tokens, so the same video bit for bit (the difference
+    # above comes from the text alone, not from the prompt string reaching anything else)
+    assert torch.equal(_run(pipe, prompt="zebra giraffe").videos, _run(pipe, prompt="okapi gnu").videos)
+    # padding is masked in UMT5 and zeroed after it: the embedding does not depend on the padded length
+    tok, enc = pipe.models["tokenizer"], pipe.models["text_encoder"]
+    short, long = encode_prompts(tok, enc, ["a red fox"], 5), encode_prompts(tok, enc, ["a red fox"], 12)
+    assert torch.allclose(short[:, :3], long[:, :3], atol=1e-6) and not short[:, :3].eq(0).all()
+    assert long[:, 3:].eq(0).all() and short[:, 3:].eq(0).all()
+    seen = []  # whitespace runs are collapsed before tokenising (Self-Forcing's clean="whitespace")
+
+    def spy(texts, **kw):
+        seen.extend(texts)
+        return tok(texts, **kw)
+
+    encode_prompts(spy, enc, ["  a red\n fox  in "], 5)
+    assert seen == ["a red fox in"]
+
+
+def test_full_fifo_equals_no_eviction_within_the_window_and_not_beyond(tiny_full):
+    """Self-Forcing's FIFO cache evicts nothing while the video fits the window, so it must give the no-eviction
+    (full-cache) result bit for bit; one chunk past the window it must differ (the control)."""
+    pipe, _, _, _ = tiny_full
+    fifo = dict(sampler="wan-fifo", window_frames=6)
+    nocache = dict(sampler="wan-fifo", window_frames=None)
+    assert torch.equal(_run(pipe, **fifo).videos, _run(pipe, **nocache).videos)
+    past_fifo, past_full = _run(pipe, num_frames=9, **fifo), _run(pipe, num_frames=9, **nocache)
+    assert torch.equal(past_fifo.latents[:, :, :6], past_full.latents[:, :, :6])
+    assert (past_fifo.latents[:, :, 6:] - past_full.latents[:, :, 6:]).abs().max() > 1e-4
+    assert past_fifo.cache_tokens == [12, 24, 24] and past_full.cache_tokens == [12, 24, 36]
+    # Deep Sink + PC in the paper's 21-frame window: nothing to evict, compress or re-align yet either
+    assert torch.equal(_run(pipe).videos, _run(pipe, **nocache).videos)
+
+
+def test_full_samplers_set_their_own_policy_on_the_shared_transformer(tiny_full):
+    """The three wan-* samplers share one transformer role; each call installs its own policy: past the 21-frame
+    window Deep Sink + PC compresses to N = 16 frames (x 4 tokens), Deep Sink and FIFO roll at M = 21 (the chunk's
+    first call sees 18 cached frames + the new chunk), and the videos differ once the policies act."""
+    pipe, _, _, _ = tiny_full
+    runs = {s: _run(pipe, sampler=s, num_frames=30) for s in ("wan-deep-sink-pc", "wan-deep-sink", "wan-fifo")}
+    tokens = {s: r.cache_tokens for s, r in runs.items()}
+    assert max(max(t) for t in tokens.values()) <= 21 * 4
+    assert tokens["wan-deep-sink"] == tokens["wan-fifo"] == [12, 24, 36, 48, 60, 72, 84, 84, 84, 84]
+    assert 16 * 4 in tokens["wan-deep-sink-pc"] and tokens["wan-deep-sink-pc"][:7] == tokens["wan-fifo"][:7]
+    first = {s: r.latents[:, :, :21] for s, r in runs.items()}
+    assert torch.equal(first["wan-deep-sink-pc"], first["wan-fifo"]) and torch.equal(first["wan-deep-sink"], first["wan-fifo"])
+    last = {s: r.latents[:, :, 21:] for s, r in runs.items()}
+    assert not torch.equal(last["wan-deep-sink"], last["wan-fifo"]) and not torch.equal(last["wan-deep-sink-pc"], last["wan-deep-sink"])
+
+
+def test_full_sampler_in_bfloat16_tracks_float32(tiny_full):
+    """The real run is bfloat16 (transformer and UMT5): the sampler keeps the latents in float32 and casts at each
+    call; the bf16 video must track the float32 one (correlation of the latents; a different seed is uncorrelated)."""
+    import copy
+
+    from zoo.methods.deep_forcing.wan_sampler import WanDeepForcingSampler
+
+    pipe, _, _, _ = tiny_full
+    models = {k: copy.deepcopy(v).to(torch.bfloat16) if hasattr(v, "parameters") else v for k, v in pipe.models.items()}
+    bf16 = WanDeepForcingSampler(models, WanDeepForcingSampler.Params(**SMALL))
+    out = bf16(seed=0, prompt="a red fox in the snow", num_frames=6)
+    ref, other = _run(pipe).latents, _run(pipe, seed=3).latents
+    assert out.videos.dtype == torch.float32 and torch.isfinite(out.videos).all()
+
+    def corr(a, b):
+        return float(torch.corrcoef(torch.stack([a.flatten(), b.flatten()]))[0, 1])
+
+    assert corr(out.latents, ref) > 0.99 and abs(corr(other, ref)) < 0.5
+
+
+def test_wan_sampler_params_refuse_bad_values_in_one_line():
+    from zoo.methods.deep_forcing.wan_sampler import WanDeepForcingSampler
+
+    P = WanDeepForcingSampler.Params
+    assert P().steps == (1000, 750, 500, 250) and P().shift == 5.0 and P().num_frames == 126
+    with pytest.raises(ValidationError, match="strictly decreasing"):
+        P(steps=[1000, 1000, 500])
+    with pytest.raises(ValidationError, match="multiple of chunk_frames"):
+        P(num_frames=20)
+    with pytest.raises(ValidationError, match="budget_frames"):
+        P(sink_frames=10, recent_frames=4, budget_frames=12)
+
+
+def test_full_sampler_cli_writes_a_contact_sheet(tiny_full, tmp_path, capsys):
+    """``zoo run SPEC --variant full --sampler wan-fifo --prompt ... --num_frames 3 --out v.png`` (the built roles come
+    from the process cache, so no hub is read again)."""
+    from PIL import Image
+
+    from zoo.cli import main
+
+    _, _, _, child = tiny_full
+    out = tmp_path / "v.png"
+    argv = [str(child), "--variant", "full", "--sampler", "wan-fifo", "--dtype", "float32", "--param", "height=8",
+            "--param", "width=8", "--param", "max_sequence_length=8", "--prompt", "a cat at night", "--num_frames", "3", "--out", str(out)]
+    assert main(["run", *argv]) == 0
+    assert Image.open(out).size == (5 * 8, 8)  # 3 latent frames -> 5 pixel frames, all shown side by side
+    assert "5 frames of 8x8" in capsys.readouterr().out

@@ -440,3 +440,43 @@ def test_attention_processor_refuses_cross_attention_and_masks():
         attn(x, attention_mask=torch.zeros(1, 3))
     attn.processor.enabled = False  # off: the stock processor handles whatever diffusers supports
     assert attn(x, encoder_hidden_states=x).shape == (1, 3, 8)
+
+
+def test_quantize_dit_explicit_attention_bits_must_agree_with_a_packed_file(tmp_path, monkeypatch):
+    """With ``packed:`` the file's attention layout rules: the default (``auto``) takes it, an explicit value equal to it
+    loads, a conflicting one (including FP vs a quantised file, and 8 vs an old file written without attention
+    quantisers, i.e. FP) is a one-line error naming the parameter. Old files still load."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.common.training import sha256_file
+    from zoo.methods.robuq import procedures
+
+    monkeypatch.setattr(procedures, "SPECS_DIR", tmp_path)
+    new = pack_model(quantize_dit(load_digits_dit(), a_bits=4, attention_bits=6), tmp_path / "new.safetensors")
+    with safe_open(str(new), framework="pt") as f:
+        meta = f.metadata()
+    old = tmp_path / "old.safetensors"
+    save_file(load_file(str(new)), str(old), metadata={"robuq_layout": json.dumps(json.loads(meta["robuq"])["linear"])})
+
+    def load(name, **kw):
+        return quantize_dit(build_digits_dit(), packed=name, sha256=sha256_file(tmp_path / name), **kw)
+
+    assert set(attention_bits_of(load("new.safetensors")).values()) == {6}  # auto: the file's bits, not 8
+    assert set(attention_bits_of(load("new.safetensors", attention_bits=6)).values()) == {6}
+    for bad, shown in ((8, "8"), (None, "None")):
+        with pytest.raises(ValueError) as err:
+            load("new.safetensors", attention_bits=bad)
+        assert str(err.value) == (f"transform_config.attention_bits: {shown} conflicts with the packed file new.safetensors "
+                                  f"(attention bits 6); omit attention_bits to use the file's")
+    assert attention_bits_of(load("old.safetensors")) == {}  # an old file loads as before: FP attention
+    assert attention_bits_of(load("old.safetensors", attention_bits=None)) == {}
+    with pytest.raises(ValueError, match=r"^transform_config.attention_bits: 8 conflicts .* \(attention bits null \(FP\)\)"):
+        load("old.safetensors", attention_bits=8)
+    with pytest.raises(ValueError, match="transform_config.attention_bits: expected 2..16, null"):
+        load("new.safetensors", attention_bits="eight")
+    # without a packed file the default is the paper's 8
+    assert set(attention_bits_of(quantize_dit(load_digits_dit(), a_bits=4)).values()) == {8}

@@ -173,3 +173,19 @@ def test_training_stages_are_deterministic_and_learn() -> None:
 def test_all_scenes_render_distinct_and_parse() -> None:
     scenes = all_scenes()
     assert len(scenes) == 348 and all(parse(render(s)) == s for s in scenes)
+
+
+def test_bench_figure_title_fits_inside_the_figure_and_clears_the_panels() -> None:
+    """The bench PNG's title is not clipped: its rendered box lies inside the figure and above every panel title."""
+    from zoo.methods.unidflow.benchmark import figure
+
+    items = [{"grid": "rgby/gbyr/byrg/yrgb", "valid": j % 2 == 0, "label": "yellow s1 tr"} for j in range(6)]
+    fig = figure({"grid": [{"name": f"generate: row {i}", "items": items} for i in range(6)]})
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    assert 0 <= title.x0 and title.x1 <= fig.bbox.width and title.y1 <= fig.bbox.height, (title, fig.bbox)
+    assert all(title.y0 >= ax.title.get_window_extent(renderer).y1 for ax in fig.axes)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

@@ -12,13 +12,17 @@ class-conditional tiny DiT (diffusers ``DiTTransformer2DModel``, pixel space) wi
   adaLN-Zero with 10 classes (+ the null class 10 for classifier-free guidance), epsilon prediction,
   DDPM linear betas (1e-4 .. 0.02, T = 1000). Trained by ``tools/train_digits_dit.py``; weights in
   ``specs/weights/digits-dit.safetensors`` (sha256 :data:`DIGITS_DIT_SHA256`).
+* UNet: an unconditional diffusers ``UNet2DModel`` (177k parameters; :data:`DIGITS_UNET`), epsilon prediction
+  with the same DDPM schedule, trained by ``tools/train_f_dpmsolver_digits.py``; weights in
+  ``specs/weights/f-dpmsolver-digits-unet.safetensors``. F-DPMSolver samples it; PROBE holds it out as a
+  differently trained generator.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -186,6 +190,43 @@ def load_digits_dit(path: str | Path | None = None, sha256: str | None = None):
     model = build_digits_dit()
     model.load_state_dict(load_file(str(path)), strict=True)
     return model.eval()
+
+
+# ----------------------------------------------------------------------------- the tiny unconditional UNet
+DIGITS_UNET: dict[str, Any] = dict(
+    sample_size=8, in_channels=1, out_channels=1, layers_per_block=1, block_out_channels=[16, 32],
+    down_block_types=["DownBlock2D", "AttnDownBlock2D"], up_block_types=["AttnUpBlock2D", "UpBlock2D"], norm_num_groups=8,
+)
+
+#: mean pixel value of the training data (``digits_images().mean()``; checked in tests): the ``data_mean`` that
+#: F-DPMSolver's ``first_eps="mean"`` uses for the digits UNet
+DIGITS_MEAN = -0.3894794285297394
+
+UNetBlock = Literal["DownBlock2D", "AttnDownBlock2D", "UpBlock2D", "AttnUpBlock2D"]
+
+
+class DigitsUNetConfig(FactoryParams):
+    """``config`` of :func:`build_digits_unet`: overrides of :data:`DIGITS_UNET`, bounded."""
+
+    sample_size: int = Field(8, ge=4, le=256)
+    in_channels: int = Field(1, ge=1, le=16)
+    out_channels: int = Field(1, ge=1, le=16)
+    layers_per_block: int = Field(1, ge=1, le=8)
+    block_out_channels: list[int] = Field([16, 32], min_length=1, max_length=6)
+    down_block_types: list[UNetBlock] = Field(["DownBlock2D", "AttnDownBlock2D"], min_length=1, max_length=6)
+    up_block_types: list[UNetBlock] = Field(["AttnUpBlock2D", "UpBlock2D"], min_length=1, max_length=6)
+    norm_num_groups: int = Field(8, ge=1, le=64)
+
+
+@factory(params=DigitsUNetConfig)
+def build_digits_unet(**overrides: Any):
+    """The digits UNet architecture (random init; the spec loads the shipped weights with strict=True). The model
+    carries ``data_mean`` (its training data's mean pixel value) for ``first_eps="mean"``."""
+    from diffusers import UNet2DModel
+
+    model = UNet2DModel(**{**DIGITS_UNET, **overrides}).eval()
+    model.data_mean = DIGITS_MEAN
+    return model
 
 
 def make_scheduler(name: str = "ddim", **overrides: Any):

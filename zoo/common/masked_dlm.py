@@ -522,7 +522,9 @@ def masked_diffusion_loss(logits: torch.Tensor, x0: torch.Tensor, masked: torch.
     ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x0, reduction="none")
     per_token = ce * masked
     if weighting == "elbo":
-        per_token = per_token / t.reshape(B, 1)
+        # only masked positions are divided by t: an unmasked one (all of them at t = 0) stays 0, not 0/0 = NaN
+        # (the divisor is made 1 there, not the quotient replaced, so the gradient stays finite too)
+        per_token = per_token / torch.where(masked != 0, t.reshape(B, 1), torch.ones((), dtype=t.dtype))
     return per_token.sum() / (normalizer if normalizer is not None else B * L)
 
 
@@ -551,5 +553,8 @@ def dfm_masked_loss(logits: torch.Tensor, x1: torch.Tensor, masked: torch.Tensor
         raise ValueError(f"unknown weighting {weighting!r}; 'elbo' or 'cross_entropy'")
     k, dk = kappa_schedule(s.reshape(B, 1).double(), power)
     w = (dk / (1.0 - k)).to(logits.dtype)
+    # only masked positions carry the weight: at s = 1 (kappa = 1) it is infinite, and an unmasked position
+    # (all of them at s = 1) must contribute 0, not 0 * inf = NaN (value and gradient)
+    w = torch.where(masked != 0, w, torch.zeros((), dtype=w.dtype))
     ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x1, reduction="none")
     return ((ce * masked) * w).sum() / (normalizer if normalizer is not None else B * x1.shape[1])

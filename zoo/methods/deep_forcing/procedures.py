@@ -18,7 +18,7 @@ from registry.outputs import ProcedureOutput
 from .policy import CachePolicy
 from .toy import CHANNELS, CHUNK, GRID, SIGMA, TRAIN_FRAMES, make_clips, rollout
 
-__all__ = ["DeepForcingRollout", "RolloutOutput", "identity_drift", "motion_energy"]
+__all__ = ["PolicyParams", "DeepForcingRollout", "RolloutOutput", "identity_drift", "motion_energy"]
 
 
 @dataclass
@@ -34,22 +34,31 @@ class RolloutOutput(ProcedureOutput):
     policy: Any = None
 
 
+class PolicyParams(ProcedureParams):
+    """The cache-policy fields every Deep Forcing sampler shares (frames; see :class:`~.policy.CachePolicy`)."""
+
+    window_frames: int | None = Field(21, ge=1, le=10_000, description="M incl. the current chunk; null = the full cache")
+    sink_frames: int = Field(10, ge=0, le=10_000, description="S")
+    budget_frames: int = Field(16, ge=1, le=10_000, description="N (PC)")
+    recent_frames: int = Field(4, ge=1, le=10_000, description="R (PC)")
+    fusion: str = Field("sum", pattern="^(sum|max)$", description="PC score fusion over recent queries")
+    topc_max_reuse: int | None = Field(7, ge=1, le=1_000_000, description="public-code re-use cap (null: none)")
+    rope_realign: bool = True
+    pc_enabled: bool = True
+
+    def policy_kwargs(self) -> dict[str, Any]:
+        """The policy fields as :class:`~.policy.CachePolicy` keyword arguments (without frame/chunk sizes)."""
+        return {k: getattr(self, k) for k in PolicyParams.model_fields}
+
+
 class DeepForcingRollout(Procedure):
     """Chunk-wise AR rollout of the toy (query call -> mean, Gaussian sample, clean context call) under a cache policy."""
 
     kind = "sampler"
     batch_independent = True
 
-    class Params(ProcedureParams):
+    class Params(PolicyParams):
         role: str = Field("video", description="the toy chunk transformer role")
-        window_frames: int | None = Field(21, ge=1, le=10_000, description="M incl. the current chunk; null = the full cache")
-        sink_frames: int = Field(10, ge=0, le=10_000, description="S")
-        budget_frames: int = Field(16, ge=1, le=10_000, description="N (PC)")
-        recent_frames: int = Field(4, ge=1, le=10_000, description="R (PC)")
-        fusion: str = Field("sum", pattern="^(sum|max)$", description="PC score fusion over recent queries")
-        topc_max_reuse: int | None = Field(7, ge=1, le=1_000_000, description="public-code re-use cap (null: none)")
-        rope_realign: bool = True
-        pc_enabled: bool = True
         num_frames: int = Field(126, ge=6, le=3000, description="total frames incl. the prompt (126 = 6x, 252 = 12x the 21-frame training clips)")
         prompt_frames: int = Field(3, ge=3, le=21, description="ground-truth frames given first (a multiple of 3)")
         batch_size: int = Field(8, ge=1, le=4096, description="clips drawn when no prompt is given")
@@ -62,10 +71,7 @@ class DeepForcingRollout(Procedure):
             return self
 
         def policy(self) -> CachePolicy:
-            return CachePolicy(frame_tokens=GRID[0] * GRID[1], chunk_frames=CHUNK, window_frames=self.window_frames,
-                               sink_frames=self.sink_frames, budget_frames=self.budget_frames, recent_frames=self.recent_frames,
-                               fusion=self.fusion, topc_max_reuse=self.topc_max_reuse, rope_realign=self.rope_realign,
-                               pc_enabled=self.pc_enabled)
+            return CachePolicy(frame_tokens=GRID[0] * GRID[1], chunk_frames=CHUNK, **self.policy_kwargs())
 
     def __call__(self, *, seed: int = 0, prompt: Any = None, noise: Any = None, palette: Any = None, num_frames: int | None = None,
                  progress: bool = False) -> RolloutOutput:

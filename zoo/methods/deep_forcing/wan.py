@@ -154,15 +154,22 @@ def shifted_sigma(t: float, shift: float = 5.0) -> float:
 @torch.no_grad()
 def self_forcing_rollout(model: Any, text: torch.Tensor, num_frames: int, latent_chw: tuple[int, int, int],
                          steps: tuple[int, ...] = (1000, 750, 500, 250), shift: float = 5.0, chunk: int = 3,
-                         generator: torch.Generator | None = None, recompute: bool = False) -> torch.Tensor:
+                         generator: torch.Generator | None = None, recompute: bool = False,
+                         cache_tokens: list[int] | None = None, progress: bool = False) -> torch.Tensor:
     """Self-Forcing's chunk-wise few-step sampler (arXiv 2506.08009) on a Wan transformer with the Deep Forcing
     processors: per chunk, ``len(steps)`` denoising calls (``x0 = x_t - sigma v``, renoised to the next level with
     fresh noise; flow matching ``x_t = (1 - sigma) x0 + sigma eps``), then the clean re-run at ``t = 0`` that writes
-    the chunk's K/V (``context_noise = 0``). Returns the clean latents ``[B, C, num_frames, H, W]``.
+    the chunk's K/V (``context_noise = 0``). Returns the clean latents ``[B, C, num_frames, H, W]`` in float32.
+
+    Noise is drawn on the CPU from ``generator`` (the same video on every device) and the latents are kept in float32
+    on ``text``'s device; each transformer call gets them in ``text``'s dtype (the transformer's, e.g. bfloat16).
+    ``cache_tokens`` (a list) receives the first block's cached-token count after each chunk's first call;
+    ``progress`` shows a tqdm bar over chunks.
 
     ``recompute=True`` runs every call as :func:`wan_causal_reference` over ``[clean chunks so far | current chunk]``
     instead of through the cache (the reference the cached sampler must equal while nothing is evicted)."""
     B, (C, H, W) = text.shape[0], latent_chw
+    dev, dt = text.device, text.dtype
     if num_frames % chunk:
         raise ValueError(f"num_frames: expected a multiple of the chunk ({chunk}), got {num_frames}")
     if not recompute:
@@ -171,19 +178,26 @@ def self_forcing_rollout(model: Any, text: torch.Tensor, num_frames: int, latent
 
     def call(x: torch.Tensor, sigma: float, start: int) -> torch.Tensor:
         if not recompute:
-            return wan_chunk(model, x, torch.full((B,), sigma * 1000.0), text, start)
-        seq = torch.cat([*done, x], 2)
-        ts = torch.cat([torch.zeros(B, start), torch.full((B, x.shape[2]), sigma * 1000.0)], 1)
-        return wan_causal_reference(model, seq, ts, text, chunk)[:, :, start:]
+            return wan_chunk(model, x.to(dt), torch.full((B,), sigma * 1000.0, device=dev), text, start).float()
+        seq = torch.cat([*done, x], 2).to(dt)
+        ts = torch.cat([torch.zeros(B, start, device=dev), torch.full((B, x.shape[2]), sigma * 1000.0, device=dev)], 1)
+        return wan_causal_reference(model, seq, ts, text, chunk)[:, :, start:].float()
 
-    for start in range(0, num_frames, chunk):
-        x = torch.randn((B, C, chunk, H, W), generator=generator)
+    starts = range(0, num_frames, chunk)
+    if progress:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc="chunks", unit="chunk")
+    for start in starts:
+        x = torch.randn((B, C, chunk, H, W), generator=generator).to(dev)
         for i, t in enumerate(steps):
             sigma = shifted_sigma(t, shift)
             x0 = x - sigma * call(x, sigma, start)
+            if i == 0 and cache_tokens is not None and not recompute:
+                cache_tokens.append(model.deep_forcing.tokens)
             if i + 1 < len(steps):
                 nxt = shifted_sigma(steps[i + 1], shift)
-                x = (1 - nxt) * x0 + nxt * torch.randn((B, C, chunk, H, W), generator=generator)
+                x = (1 - nxt) * x0 + nxt * torch.randn((B, C, chunk, H, W), generator=generator).to(dev)
         if not recompute:
             call(x0, 0.0, start)  # the clean re-run: overwrites the chunk's K/V in place
         done.append(x0)
@@ -234,12 +248,15 @@ def to_self_forcing(state: dict[str, torch.Tensor]) -> dict[str, Any]:
 @converter(inverse=to_self_forcing)
 def from_self_forcing(ckpt: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The EMA generator (``generator_ema``, else ``generator``) of a Self-Forcing checkpoint, ``model.`` prefix removed,
-    original Wan names mapped to ``WanTransformer3DModel``'s (the renames of diffusers' Wan conversion script)."""
+    original Wan names mapped to ``WanTransformer3DModel``'s (the renames of diffusers' Wan conversion script).
+    Half-precision tensors (the public inference code runs the generator in bfloat16; the file's dtype was not
+    verified here) are widened to float32, which is lossless, so they load into the factory's float32 model; the
+    pipeline's dtype then places them (``bfloat16`` gives back the stored values bit for bit)."""
     sd = ckpt.get("generator_ema") or ckpt.get("generator") or ckpt
     out = {}
     for k, v in sd.items():
         k = k.removeprefix("model.")
-        out[_orig_to_diffusers(k)] = v
+        out[_orig_to_diffusers(k)] = v.float() if v.dtype in (torch.bfloat16, torch.float16) else v
     return out
 
 

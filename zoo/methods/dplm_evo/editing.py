@@ -59,6 +59,9 @@ class EditConfig:
     max_length: int = 28
     min_length: int = 1
     stochastic_edits: bool = False  # evolve: delete / insert with probability p_del / p_ins instead of thresholds
+    ancestral: bool = False  # with stochastic_edits: probability p · (1 − t_{k+1} / t_k) at step k (masks deletable)
+    renoise_omega_del: float = 0.0  # evolve: the re-noise also applies the forward kernel's deletions ...
+    renoise_omega_ins: float = 0.0  # ... and insertions at t = renoise_fraction (uniform sites, as in training)
     residue_scoring: str = "wt-marginal"  # or "masked-marginal": the noisy set / re-noise read p(own) with the site masked
 
 
@@ -67,10 +70,11 @@ class EditStep:
     deleted: list[int] = field(default_factory=list)
     inserted: list[int] = field(default_factory=list)
     substituted: list[tuple[int, str, str]] = field(default_factory=list)
+    forward: bool = False  # a forward-kernel (re-noising) step of simulated evolution, not a reverse edit
 
     def as_dict(self) -> dict:
         return {"deleted": list(self.deleted), "inserted": list(self.inserted),
-                "substituted": [list(s) for s in self.substituted]}
+                "substituted": [list(s) for s in self.substituted], "forward": self.forward}
 
 
 def _heads(net, row: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -102,6 +106,43 @@ def _draw(logp: torch.Tensor, temperature: float, g: torch.Generator) -> int:
     return int(min((p.cumsum(0) < u * p.sum()).sum(), K - 1))
 
 
+def _ancestral_scale(s: int, steps: int) -> float:
+    """``1 − t_{k+1} / t_k`` for step ``k = s`` of ``t_k = 1 − k / steps``: under the linear schedule a latent site
+    that is noised at ``t`` was already noised at ``t' < t`` with probability ``t' / t`` (its noising time is uniform
+    on ``[0, t]``), so the reverse step ``t_k → t_{k+1}`` undoes a noise edit with probability
+    ``p_edit · (1 − t_{k+1} / t_k)`` (``p_edit``: the head's posterior that the edit is due), and the last step with
+    ``p_edit`` itself (the ancestral sampler of the forward process in :mod:`.noise`)."""
+    t_now, t_next = 1.0 - s / steps, 1.0 - (s + 1) / steps
+    return 1.0 - t_next / t_now
+
+
+def _forward_indels(row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[list[int], EditStep]:
+    """The forward kernel's indels at ``t = renoise_fraction`` (:func:`.noise.noise_latent`'s branching, uniform
+    sites): every token (a residue of this step's ``z_0``, or a mask the re-noise just put on one) is deleted with
+    probability ``t · ω_del``; the row is placed in a uniform alignment of
+    ``max_length`` latent slots (:func:`zoo.common.varlen.random_alignment`) and every gap slot φ becomes a mask
+    with probability ``t · ω_ins``, inserted into the row's gap that holds the slot. Returns the new row and the
+    :class:`EditStep` (``forward=True``) that records it."""
+    from zoo.common.varlen import random_alignment
+
+    t, n = cfg.renoise_fraction, len(row)
+    step = EditStep(forward=True)
+    u = torch.rand(n, generator=g, dtype=torch.float64)
+    dels = [k for k in range(n) if float(u[k]) < t * cfg.renoise_omega_del][: max(0, n - cfg.min_length)]
+    present = random_alignment(torch.tensor([n]), max(cfg.max_length, n), g)[0]
+    v = torch.rand(present.shape[0], generator=g, dtype=torch.float64)
+    before = present.long().cumsum(0) - present.long()  # row tokens left of each latent slot = its gap in the old row
+    old_gaps = [int(before[j]) for j in range(present.shape[0]) if not bool(present[j]) and float(v[j]) < t * cfg.renoise_omega_ins]
+    gone = set(dels)
+    kept = [k for k in range(n) if k not in gone]
+    gaps = sorted(sum(1 for k in kept if k < gi) for gi in old_gaps)[: max(0, cfg.max_length - len(kept))]
+    step.deleted, step.inserted = dels, gaps
+    new = [row[k] for k in kept]
+    for gi in reversed(gaps):
+        new.insert(gi, MASK)
+    return new, step
+
+
 def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[list[int], list[EditStep], dict]:
     """Run ``cfg.steps`` edit steps on one row; returns ``(final row, trajectory, stats)``."""
     row = list(row)
@@ -112,9 +153,10 @@ def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[
         logp, p_del, p_ins = _heads(net, row)
         forwards += 1
         # 1. deletions (residues only, keeping at least min_length tokens)
+        scale = _ancestral_scale(s, cfg.steps) if cfg.ancestral else 1.0
         if cfg.stochastic_edits:
             u = torch.rand(len(row), generator=g, dtype=torch.float64)
-            cand = [k for k in range(len(row)) if row[k] != MASK and float(u[k]) < float(p_del[k])]
+            cand = [k for k in range(len(row)) if (cfg.ancestral or row[k] != MASK) and float(u[k]) < scale * float(p_del[k])]
         else:
             cand = [k for k in range(len(row)) if row[k] != MASK and float(p_del[k]) > cfg.tau_del]
         cand = sorted(cand, key=lambda k: -float(p_del[k]))[: max(0, len(row) - cfg.min_length)]
@@ -131,7 +173,7 @@ def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[
         room = cfg.max_length - len(kept)
         if cfg.stochastic_edits:
             u = torch.rand(len(ins_p), generator=g, dtype=torch.float64)
-            gaps = [gi for gi, p in enumerate(ins_p) if float(u[gi]) < p]
+            gaps = [gi for gi, p in enumerate(ins_p) if float(u[gi]) < scale * p]
         else:
             gaps = [gi for gi, p in enumerate(ins_p) if p > cfg.tau_ins]
         gaps = sorted(sorted(gaps, key=lambda gi: -ins_p[gi])[: max(0, room)])
@@ -166,6 +208,10 @@ def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[
                 step.substituted.append((k, AA[row[k]], MASK_CHAR))
                 row[k] = MASK
         traj.append(step)
+        if s < cfg.steps - 1 and cfg.renoise_fraction > 0 and (cfg.renoise_omega_del > 0 or cfg.renoise_omega_ins > 0):
+            row, fwd = _forward_indels(row, cfg, g)
+            if fwd.deleted or fwd.inserted:
+                traj.append(fwd)
     if MASK in row:  # a final fill so that no mask remains
         logp, _, _ = _heads(net, row)
         forwards += 1
@@ -176,7 +222,8 @@ def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[
                 step.substituted.append((k, MASK_CHAR, AA[row[k]]))
         traj.append(step)
     stats = {"forwards": forwards, "deletions": sum(len(t.deleted) for t in traj),
-             "insertions": sum(len(t.inserted) for t in traj), "edits": sum(len(t.deleted) + len(t.inserted) + len(t.substituted) for t in traj)}
+             "insertions": sum(len(t.inserted) for t in traj),
+             "forward_indels": sum(len(t.deleted) + len(t.inserted) for t in traj if t.forward), "edits": sum(len(t.deleted) + len(t.inserted) + len(t.substituted) for t in traj)}
     return row, traj, stats
 
 

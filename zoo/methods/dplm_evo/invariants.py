@@ -132,8 +132,8 @@ def degenerate_kernel_is_masked_diffusion(seed, kernel):
     """ω_del = ω_ins = 0, ρ_mask = 1 is absorbing masked diffusion (DPLM) exactly: Q_t equals (1 − t) I + t e_m on
     residues with φ absorbing; a draw keeps every length, only masks appear, x_t = where(noised, m, x_0); no
     deletion or insertion label is ever set; and the edit loss's substitution part equals
-    ``masked_diffusion_loss(weighting="none")`` on the same x_t. Negative controls: ω_del = 0.3 changes some
-    length, and ρ_mask = 0.5 produces non-mask substitutions."""
+    ``masked_diffusion_loss`` on the same x_t, with constant (``"none"``) and ELBO (``1/t``) weighting alike.
+    Negative controls: ω_del = 0.3 changes some length, and ρ_mask = 0.5 produces non-mask substitutions."""
     t_val = 0.6
     q = one_site_matrix(1 - t_val, Knobs(0, 0, 1, kernel), blosum_kernel(), uniform_kernel()[0])
     absorbing = torch.eye(K + 2, dtype=torch.float64) * (1 - t_val)
@@ -155,6 +155,9 @@ def degenerate_kernel_is_masked_diffusion(seed, kernel):
     _, parts = edit_loss(net, lab, normalizer=4 * N / 2)
     sub, _, _ = net(lab.rows.tokens, lab.rows.lengths)
     ref = masked_diffusion_loss(sub, x0.clamp(0, K - 1), masked, t, "none", normalizer=4 * N / 2)
+    assert torch.allclose(parts["sub"], ref, rtol=1e-6, atol=1e-7)
+    _, parts = edit_loss(net, lab, normalizer=4 * N / 2, t=t, weighting="elbo")
+    ref = masked_diffusion_loss(sub, x0.clamp(0, K - 1), masked, t, "elbo", normalizer=4 * N / 2)
     assert torch.allclose(parts["sub"], ref, rtol=1e-6, atol=1e-7)
     # negative controls on four full-length rows (56 residues) at t = 0.95: P(no deletion) = 0.715^56 < 1e-8,
     # P(no residue-changing draw) = (1 - 0.95 * 0.5 * 0.95)^56 < 1e-7
@@ -204,12 +207,15 @@ def edit_trajectories_replay(seed, mode):
     substitutions to the initial row gives the final row; each step changes the length by #ins − #del; no row
     exceeds the 2L latent; no mask remains at the end. Low thresholds on a random network force deletions and
     insertions. Negative control: the same trajectory with its last step dropped does not replay to the output
-    whenever that step edited something."""
+    whenever that step edited something. The samplers' spec settings are exercised: de novo with ancestral
+    stochastic edits (masks deletable), evolve with Bernoulli edits and the forward kernel's re-noise indels
+    (recorded as ``forward`` steps), post-edit with thresholds."""
     g = torch.Generator().manual_seed(seed)
     start = "#" * 8 if mode == "de-novo" else to_text(torch.randint(0, K, (10,), generator=g).tolist())
     cfg = EditConfig(steps=4, tau_del=0.45, tau_ins=0.45, tau_sub=0.1 if mode == "post-edit" else 0.0,
                      renoise_fraction=0.2 if mode == "evolve" else 0.0, temperature=0.0 if mode == "post-edit" else 1.0,
-                     max_length=N)
+                     max_length=N, stochastic_edits=mode != "post-edit", ancestral=mode == "de-novo",
+                     renoise_omega_del=0.5 if mode == "evolve" else 0.0, renoise_omega_ins=0.5 if mode == "evolve" else 0.0)
     final, traj, stats = edit_row(_net(), from_text(start), cfg, g)
     out = to_text(final)
     assert replay(start, traj) == out and "#" not in out and len(out) <= N

@@ -167,17 +167,31 @@ def labels(z0: torch.Tensor, zt: torch.Tensor, noised: torch.Tensor) -> Labels:
 
 
 def edit_loss(net: Callable, lab: Labels, gamma_sub: float = 1.0, gamma_del: float = 1.0, gamma_ins: float = 1.0,
-              normalizer: float | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``(total, {"sub", "del", "ins"})``: summed per-token terms divided by ``normalizer`` (default ``B · L``)."""
+              normalizer: float | None = None, t: torch.Tensor | None = None,
+              weighting: Literal["none", "elbo"] = "none") -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``(total, {"sub", "del", "ins"})``: summed per-token terms divided by ``normalizer`` (default ``B · L``).
+
+    ``weighting="elbo"`` multiplies row ``b``'s terms by ``λ_t = 1 / t_b`` (``t [B]`` required): the diffusion ELBO
+    weight of the linear schedule ``ᾱ_t = 1 − t`` that the note's loss ``Σ_k λ_{t−1} (γ_sub L_sub + γ_del L_del +
+    γ_ins L_ins)`` carries (the same ``1/t`` as MDLM/LLaDA, :func:`zoo.common.masked_dlm.masked_diffusion_loss`);
+    ``"none"`` is the constant weighting."""
     rows = lab.rows
     sub, dl, il = net(rows.tokens, rows.lengths)
     b, w = rows.tokens.shape
     norm = normalizer if normalizer is not None else b * w
+    if weighting == "elbo":
+        if t is None:
+            raise ValueError("weighting='elbo' needs t")
+        lam = (1.0 / t.to(sub.dtype)).reshape(b, 1)
+    elif weighting == "none":
+        lam = torch.ones(b, 1, dtype=sub.dtype)
+    else:
+        raise ValueError(f"unknown weighting {weighting!r}; 'elbo' or 'none'")
     ce = F.cross_entropy(sub.transpose(1, 2), lab.source.clamp(0, K - 1), reduction="none")
     parts = {
-        "sub": (ce * lab.sub_mask).sum() / norm,
-        "del": (F.binary_cross_entropy_with_logits(dl, lab.delete.float(), reduction="none") * rows.attention_mask).sum() / norm,
-        "ins": (F.binary_cross_entropy_with_logits(il, (lab.ins_count > 0).float(), reduction="none") * lab.gap_valid).sum() / norm,
+        "sub": (lam * ce * lab.sub_mask).sum() / norm,
+        "del": (lam * F.binary_cross_entropy_with_logits(dl, lab.delete.float(), reduction="none") * rows.attention_mask).sum() / norm,
+        "ins": (lam * F.binary_cross_entropy_with_logits(il, (lab.ins_count > 0).float(), reduction="none") * lab.gap_valid).sum() / norm,
     }
     total = gamma_sub * parts["sub"] + gamma_del * parts["del"] + gamma_ins * parts["ins"]
     return total, parts

@@ -52,6 +52,12 @@ class EditSampler(Procedure):
         length: int = Field(12, ge=1, le=1022, description="de novo start length (m^length) when no lengths are given")
         max_length: int = Field(28, ge=1, le=2044, description="the 2L latent size: rows never grow beyond it")
         stochastic_edits: bool = Field(False, description="delete / insert with probability p_del / p_ins (simulated evolution)")
+        ancestral: bool = Field(False, description="with stochastic_edits: edit probability p * (1 - t_next / t) per step of "
+                                "t = 1 - k / steps (the reverse of the linear schedule; masks may be deleted): de novo")
+        renoise_omega_del: float = Field(0.0, ge=0.0, le=1.0, description="evolve: the re-noise deletes residues with "
+                                         "probability renoise_fraction * omega_del (the forward kernel's deletions)")
+        renoise_omega_ins: float = Field(0.0, ge=0.0, le=1.0, description="evolve: the re-noise turns latent gap slots into "
+                                         "masks with probability renoise_fraction * omega_ins (the forward kernel's insertions)")
         residue_scoring: Literal["wt-marginal", "masked-marginal"] = Field(
             "wt-marginal", description="how the noisy set reads a residue's own probability (masked-marginal: masked baseline)")
         net_role: str = Field("net", min_length=1)
@@ -66,7 +72,8 @@ class EditSampler(Procedure):
     def config(self) -> EditConfig:
         p = self.params
         return EditConfig(p.steps, p.tau_del, p.tau_ins, p.tau_sub, p.renoise_fraction, p.temperature, p.max_length,
-                          stochastic_edits=p.stochastic_edits, residue_scoring=p.residue_scoring)
+                          stochastic_edits=p.stochastic_edits, ancestral=p.ancestral, renoise_omega_del=p.renoise_omega_del,
+                          renoise_omega_ins=p.renoise_omega_ins, residue_scoring=p.residue_scoring)
 
     def _starts(self, sequences: Any, lengths: Any) -> list[str]:
         if self.params.mode == "de-novo":

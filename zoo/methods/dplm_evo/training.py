@@ -1,6 +1,8 @@
 """Training DPLM-Evo (and its ablations) on the toy family: minibatches of family members, a uniform alignment
 ``z_0 ∈ Γ(x_0)`` in the 2L latent (:func:`zoo.common.varlen.random_alignment`), ``t ~ U(ε, 1]``, one draw of the
-forward kernel (:func:`.noise.noise_latent`) and the edit loss (:func:`.noise.edit_loss`). The contextual kernel
+forward kernel (:func:`.noise.noise_latent`) and the edit loss (:func:`.noise.edit_loss`) with the diffusion ELBO
+weight ``λ_t = 1/t`` of the linear schedule (the note's ``λ_{t−1}``; until this issue's fix the toys were trained
+with a constant weight). The contextual kernel
 starts after a warm-up of plain mask noise (``ρ_mask = 1``; paper Sec. 3 "Training recipe") and uses the
 network being trained, in eval mode, without gradient.
 
@@ -34,6 +36,7 @@ class TrainConfig:
     lr: float = 3e-3
     warmup_fraction: float = 0.3  # mask-noise warm-up before the contextual kernel
     t_min: float = 1e-3
+    weighting: str = "elbo"  # λ_t = 1 / t, the diffusion ELBO weight of the note's loss ("none": constant, noise.edit_loss)
 
 
 #: The shipped toy models: the paper's contextual kernel, the two kernel ablations, and the masked baseline.
@@ -41,7 +44,9 @@ CONFIGS: dict[str, TrainConfig] = {
     "contextual": TrainConfig(Knobs(kernel="contextual")),
     "uniform": TrainConfig(Knobs(kernel="uniform")),
     "blosum62": TrainConfig(Knobs(kernel="blosum62")),
-    "masked": TrainConfig(Knobs(0.0, 0.0, 1.0, "uniform"), gamma_del=0.0, gamma_ins=0.0),
+    # DPLM's public code trains with a constant weight (bytedance/dplm, src/byprot/tasks/lm/dplm.py: learning.weight
+    # defaults to 'constant'), so the masked baseline keeps it.
+    "masked": TrainConfig(Knobs(0.0, 0.0, 1.0, "uniform"), gamma_del=0.0, gamma_ins=0.0, weighting="none"),
 }
 
 
@@ -65,7 +70,7 @@ def train(net: DPLMEvoNet, data: Sequence[torch.Tensor], cfg: TrainConfig, n_lat
         noised = noise_latent(z0, t, knobs, generator, net)
         net.train()
         loss, _ = edit_loss(net, labels(noised.z0, noised.zt, noised.noised), cfg.gamma_sub, cfg.gamma_del, cfg.gamma_ins,
-                            normalizer=cfg.batch_size * n_latent / 2)
+                            normalizer=cfg.batch_size * n_latent / 2, t=noised.t, weighting=cfg.weighting)
         optimizer_step(net, opt, sched, loss)
         losses.append(float(loss.detach()))
         if show_progress and step % 100 == 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import Field
@@ -20,6 +20,7 @@ from pydantic import Field
 from registry.contract import Procedure, ProcedureParams, private_copies, transform
 from registry.outputs import ImageOutput, ProcedureOutput
 
+from .attention import attention_bits_of
 from .model import allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, set_group_bits
 
 __all__ = ["quantize_dit", "ampn_allocate", "QuantDigitsSampler", "QATDigits", "DiTLatentSampler", "QuantSampleOutput", "QATOutput", "qat_finetune", "digits_eps_batch", "heldout_eps_mse"]
@@ -50,20 +51,32 @@ def heldout_eps_mse(model: Any, n: int = 360, seed: int = 1) -> float:
 def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
                  weight: str = "ternary", adaln: bool = True, ampn_avg_bits: float | None = None, ampn_choices: list[int] | None = None,
                  calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None,
-                 attention_bits: int | None = 8, a_clip: str = "minmax") -> Any:
-    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`); ``attention_bits`` (2..16,
-    default 8 = the paper's layout; ``None`` = FP attention products) fake-quantises the operands of
-    ``QK^T`` and ``softmax V`` per token (:class:`~.attention.QuantAttnProcessor`); ``a_clip``: the linear
+                 attention_bits: int | None | Literal["auto"] = "auto", a_clip: str = "minmax") -> Any:
+    """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`); ``attention_bits`` (2..16;
+    ``None`` = FP attention products; ``"auto"``, the default: a ``packed`` file's bits, else 8 = the paper's
+    layout) fake-quantises the operands of ``QK^T`` and ``softmax V`` per token
+    (:class:`~.attention.QuantAttnProcessor`); an explicit value that differs from a ``packed`` file's
+    attention bits is an error (the file's layout rules); ``a_clip``: the linear
     layers' per-token activation range, ``minmax`` (default) or ``gaussian`` (Max's MSE-optimal uniform step
     on the token's mean and std, :func:`~.quant.quantize_tokens_gaussian`). With ``ampn_avg_bits``
     the activation bits come from AMPN: sensitivities on ``calib_size`` noised train digits, exact DP
     allocation over ``ampn_choices`` (default 1..4) under the average-bit budget; the allocation is
     kept on the model as ``robuq_bits``. Sensitivities are measured on the post-training-quantised
     model (the paper measures them after ~1k QAT steps)."""
+    if attention_bits != "auto" and attention_bits is not None and (
+            not isinstance(attention_bits, int) or isinstance(attention_bits, bool) or not 2 <= attention_bits <= 16):
+        raise ValueError(f"transform_config.attention_bits: expected 2..16, null (FP) or auto, got {attention_bits!r}")
     if packed is not None:
-        return _load_packed_into(model, packed, sha256)  # the file's layout (attention bits included) rules
-    if attention_bits is not None and (isinstance(attention_bits, bool) or not 2 <= int(attention_bits) <= 16):
-        raise ValueError(f"transform_config.attention_bits: expected 2..16 or null, got {attention_bits}")
+        q = _load_packed_into(model, packed, sha256)  # the file's layout (attention bits included) rules
+        if attention_bits != "auto":
+            in_file = set(attention_bits_of(q).values()) or {None}  # files written before the attention quantiser: FP
+            if in_file != {attention_bits}:
+                shown = ", ".join(sorted("null (FP)" if b is None else str(b) for b in in_file))
+                raise ValueError(f"transform_config.attention_bits: {attention_bits} conflicts with the packed file {packed} "
+                                 f"(attention bits {shown}); omit attention_bits to use the file's")
+        return q
+    if attention_bits == "auto":
+        attention_bits = 8
     if weight not in ("ternary", "fp", "int4"):
         raise ValueError(f"transform_config.weight: expected ternary, fp or int4, got {weight!r}")
     if a_bits is not None and not 1 <= int(a_bits) <= 16:

@@ -54,6 +54,19 @@ def table(rows: list[dict]) -> str:
 
 
 def plot(res: dict, path: Path) -> Path:
+    """Write :func:`figure` of ``res`` (its ``grid`` panels) to ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(res)
+    fig.savefig(path, dpi=fig.dpi)
+    plt.close(fig)
+    return path
+
+
+def figure(res: dict):
+    """The grid figure (120 dpi): one row per panel of ``res["grid"]``, the title wrapped to the figure's width."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -65,7 +78,7 @@ def plot(res: dict, path: Path) -> Path:
     rgb = {"r": (0.85, 0.2, 0.2), "g": (0.2, 0.7, 0.3), "b": (0.2, 0.35, 0.85), "y": (0.95, 0.85, 0.2), "?": (0, 0, 0)}
     panels = res["grid"]
     n_rows, n_cols = len(panels), max(len(p["items"]) for p in panels)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(1.25 * n_cols, 1.45 * n_rows))
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(1.25 * n_cols, 1.45 * n_rows), dpi=120)  # text is measured at the saved dpi
     for i, panel in enumerate(panels):
         for j in range(n_cols):
             ax = axes[i, j]
@@ -83,11 +96,12 @@ def plot(res: dict, path: Path) -> Path:
             ax.set_title(item["label"], fontsize=6)
             if j == 0:
                 ax.set_ylabel(panel["name"], fontsize=6)
-    fig.suptitle(f"UniDFlow toy: generated / edited grids (frame: rule check passes green, fails red; source row: the final model's caption); colours {', '.join(COLOURS)}", fontsize=7)
+    title = (f"UniDFlow toy: generated / edited grids (frame: rule check passes green, fails red; "
+             f"source row: the final model's caption); colours {', '.join(COLOURS)}")
+    # about 2 characters per point of figure width at 7 pt: wrap so that no line is wider than the figure
+    fig.suptitle(textwrap.fill(title, width=int(fig.get_figwidth() * 72 / 7 * 1.6)), fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def grid_panels(pipe, seed: int) -> list[dict]:
