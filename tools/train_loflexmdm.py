@@ -20,7 +20,7 @@ gradient norm is clipped per parameter group. The checksum task's check digit is
 Writes ``specs/weights/{loflexmdm,flexmdm}-{checksum,brackets}.safetensors`` and prints their sha256 (paste
 into the specs).
 
-    OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py          # 3.3-5 min per model on one thread (loaded machine)
+    OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py          # ~1 min per model on one thread (3-7 min on a loaded machine)
     OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py --check  # re-train, compare sha256
 """
 from __future__ import annotations
