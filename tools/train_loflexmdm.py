@@ -10,15 +10,17 @@ trained from scratch on exact draws of the task law:
   the schedule regulariser);
 * ``flexmdm``: the same generator and loss with a = b = 1 and no φ (arXiv 2509.01025).
 
-Departure (``--time-weight unit``, the default here): each sequence's loss is divided by the hazard shape
-``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a = 1). Every per-t minimiser is unchanged, but the paper's weighting sends
-the gradient norm to ~1e4 near t = 1, which on a 1200-step CPU budget left even a two-digit checksum unlearned
-(accuracy at chance); ``--time-weight hazard`` trains with the paper's weighting.
+Departure (``--time-weight unit``, the default here): θ's per-sequence loss is divided by the hazard shape
+``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a = 1). Every per-t minimiser of θ is unchanged, but the paper's weighting
+sends the gradient norm to ~1e4 near t = 1; ``--time-weight hazard`` trains with the paper's weighting. φ always
+gets the paper's hazard-weighted loss (REINFORCE reward and target-hazard path; ``core.LossConfig``), and the
+gradient norm is clipped per parameter group. The checksum task's check digit is a copy of the last free digit
+(``tasks.py``: the earlier sum rules stayed at chance within this budget).
 
 Writes ``specs/weights/{loflexmdm,flexmdm}-{checksum,brackets}.safetensors`` and prints their sha256 (paste
 into the specs).
 
-    OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py          # ~2-4 min per model on one thread
+    OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py          # ~1 min per model on one thread (3-7 min on a loaded machine)
     OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py --check  # re-train, compare sha256
 """
 from __future__ import annotations

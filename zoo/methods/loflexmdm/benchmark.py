@@ -6,7 +6,14 @@ from one generator seeded by ``--seed``; rows:
 
 * FlexMDM, plain (no confidence, top_p = 1) — the baseline;
 * LoFlexMDM, plain (the same sampler: isolates the learned order);
-* LoFlexMDM, paper sampler (top_prob confidence, top_p = 0.5).
+* LoFlexMDM, paper sampler (top_prob confidence, top_p = 0.5);
+* the exact-rate oracle (``oracle.OracleLengthModel``, linear schedule): the same τ-leaping sampler driven by the
+  exact conditional insertion rate of the task's length law, i.e. the length TV that the time grid alone leaves
+  for a perfect generator (validity not defined: its tokens are uniform).
+
+``--tv-steps`` (default 1024, the paper's ``max_steps``) adds plain-sampler and oracle rows at many steps for
+the length-TV bar (< 0.05 on 2k samples): at 64 steps the grid alone leaves the oracle TV ≈ 0.05 (checksum) and
+0.16 (brackets) with the linear schedule.
 
 Columns: validity (± binomial SE), length TV to the exact length law, and on the checksum task the format rate
 and the checksum accuracy given a well-formed sample. Then φ's learned insertion multipliers b_in by position
@@ -27,16 +34,17 @@ from pathlib import Path
 from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick
 
-QUICK = {"samples": 256, "steps": "8,16"}
+QUICK = {"samples": 256, "steps": "8,16", "tv_steps": ""}
 PAPER_STAR_HARD = {"FlexMDM": 6.0, "LoFlexMDM": 87.9}
 VARIANTS = {"checksum": "toy", "brackets": "toy-brackets"}
+ORACLE = "oracle rates (linear schedule)"
 
 
 def print_table(res: dict) -> str:
     lines = [f"| {'task':<8} | {'method':<34} | {'steps':>5} | {'valid':>13} | {'len TV':>6} | {'format':>6} | {'cksum|fmt':>9} |",
              "|" + "|".join("-" * n for n in (10, 36, 7, 15, 8, 8, 11)) + "|"]
     for r in res["rows"]:
-        v = f"{r['validity']:.3f}±{r['validity_se']:.3f}"
+        v = f"{r['validity']:.3f}±{r['validity_se']:.3f}" if "validity" in r else "-"
         fmt = f"{r['format_rate']:.3f}" if "format_rate" in r else "-"
         ck = f"{r['checksum_given_format']:.3f}" if "checksum_given_format" in r else "-"
         lines.append(f"| {r['task']:<8} | {r['method']:<34} | {r['steps']:>5} | {v:>13} | {r['length_tv']:6.3f} | {fmt:>6} | {ck:>9} |")
@@ -50,7 +58,7 @@ def plot(res: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
     sch = res["schedule"]["checksum"]
     ax = axes[0]
     for i, (L, vals) in enumerate(sorted(sch["by_length"].items())):
@@ -77,6 +85,18 @@ def plot(res: dict, path: Path) -> Path:
     ax.set_xlabel("position")
     ax.set_ylabel("mean learned b_in")
     ax.set_title("brackets task: phi's insertion multipliers")
+    ax = axes[3]
+    styles = {"checksum": "-", "brackets": "--"}
+    for j, (task, method) in enumerate((t, m) for t in VARIANTS for m in ("FlexMDM plain", "LoFlexMDM plain", ORACLE)):
+        pts = sorted((r["steps"], r["length_tv"]) for r in res["rows"] if r["task"] == task and r["method"] == method)
+        if pts:
+            ax.plot(*zip(*pts), styles[task], marker="o", color=f"C{j % 3}", label=f"{task}: {method}")
+    ax.axhline(0.05, color="grey", ls=":", lw=1, label="bar 0.05")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tau-leaping steps")
+    ax.set_ylabel("length TV to the exact law")
+    ax.set_title("length fidelity vs steps (oracle = exact rates)")
+    ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -89,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="zoo bench loflexmdm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=2000, help="unconditional samples per row (one generator, seeded)")
     ap.add_argument("--steps", default="8,16,32,64", help="tau-leaping step budgets, comma-separated")
+    ap.add_argument("--tv-steps", default="1024", help="extra step budgets for the plain and oracle rows (length-TV bar); '' for none")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
     ap.add_argument("--png", type=Path, default=Path("loflexmdm-bench.png"), help="PNG output path")
@@ -98,12 +119,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import zoo
 
-    from .metrics import evaluate, learned_schedule
+    from .metrics import evaluate, learned_schedule, oracle_length_tv
     from .sampler import SamplerConfig
 
     torch.set_num_threads(1)
     t0 = time.time()
     steps = [int(s) for s in args.steps.split(",") if s]
+    tv_steps = [int(s) for s in args.tv_steps.split(",") if s]
     res: dict = {"samples": args.samples, "seed": args.seed, "rows": [], "schedule": {}}
     for task, variant in VARIANTS.items():
         models = {spec: zoo.load(spec, variant=variant, device="cpu").models["model"] for spec in ("flexmdm", "loflexmdm")}
@@ -111,11 +133,13 @@ def main(argv: list[str] | None = None) -> int:
         for label, model, kw in (("FlexMDM plain", models["flexmdm"], dict(confidence=None, top_p=1.0)),
                                  ("LoFlexMDM plain", models["loflexmdm"], dict(confidence=None, top_p=1.0)),
                                  ("LoFlexMDM paper (top_prob, p=0.5)", models["loflexmdm"], dict(confidence="top_prob", top_p=0.5))):
-            for n_steps in steps:
+            for n_steps in steps + (tv_steps if "plain" in label else []):
                 r = evaluate(model, args.samples, SamplerConfig(max_steps=n_steps, **kw), args.seed)
                 r.update(task=task, method=label)
                 res["rows"].append(r)
                 print(f"  {task} {label} {n_steps}: validity {r['validity']:.3f} TV {r['length_tv']:.3f}", file=sys.stderr)
+        for n_steps in steps + tv_steps:
+            res["rows"].append({"task": task, "method": ORACLE, "steps": n_steps, "length_tv": oracle_length_tv(task, n_steps, args.samples, args.seed)})
     res["seconds"] = time.time() - t0
     sch = res["schedule"]["checksum"]
     text = [f"\nLoFlexMDM vs FlexMDM, {args.samples} unconditional samples per row (seed {args.seed}; one CPU thread, torch {torch.__version__})",

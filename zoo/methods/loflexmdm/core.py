@@ -112,11 +112,14 @@ def reinforce_term(loss1: torch.Tensor, loss2: torch.Tensor, logp1: torch.Tensor
 class LossConfig:
     """Loss weights (public code defaults): regulariser 1.0 (mean/boundary/KL = 1/1/1), REINFORCE 1.0.
 
-    ``time_weight``: ``"hazard"`` is the paper's loss; ``"unit"`` divides each sequence's loss by the hazard shape
-    ``h(t) = a t^(a-1)/(1 - t^a)`` (for a = 1: multiplies it by ``1 - t``). For every t the minimisers of both
-    terms (the true conditional ``K``, the conditional expected gap hazard) are unchanged by a positive per-t
-    weight, but the gradient no longer blows up as ``1/(1 - t)`` near the clean end: the toy training uses it on
-    a CPU budget (a departure from the paper, named in the card)."""
+    ``time_weight``: ``"hazard"`` is the paper's loss; ``"unit"`` divides *θ's* per-sequence loss by the hazard shape
+    ``h(t) = a t^(a-1)/(1 - t^a)`` (for a = 1: multiplies it by ``1 - t``). For every t θ's minimisers (the true
+    conditional ``K``, the conditional expected gap hazard) are unchanged by a positive per-t weight, but the
+    gradient no longer blows up as ``1/(1 - t)`` near the clean end: the toy training uses it on a CPU budget (a
+    departure from the paper, named in the card). φ's objective is *not* invariant to that weight (the reward of an
+    order is the loss of the samples it produces, and ``h`` depends on t), so φ always gets the paper's
+    hazard-weighted loss: as the REINFORCE reward and through the target hazards. (Dividing φ's reward by ``h``
+    too flips the sign of its gradient on the checksum toy: every ``b_in`` then falls to its floor ``min_rate``.)"""
 
     regularizer_weight: float = 1.0
     reinforce_weight: float = 1.0
@@ -128,28 +131,43 @@ def joint_loss(model, z1: torch.Tensor, fixed: torch.Tensor, valid: torch.Tensor
                generator: torch.Generator | None, cfg: LossConfig = LossConfig()) -> tuple[torch.Tensor, dict[str, float]]:
     """One joint θ/φ objective (Alg. 1): antithetic t, φ's multipliers on ``z_1``, **two** independent noised
     samples, ``loss_θ = ½ (L¹ + L²)`` (gradients also reach φ through the target hazards unless
-    ``stop_grad_on_phi``), plus the REINFORCE term and the schedule regulariser when φ exists."""
+    ``stop_grad_on_phi``), plus the REINFORCE term ``½ (L¹ - L²)(log p_φ(z¹) - log p_φ(z²))`` with the paper's
+    (hazard-weighted) L as reward and the schedule regulariser when φ exists (see :class:`LossConfig` for
+    ``time_weight``)."""
     b = z1.shape[0]
     t = antithetic_times(b, generator)
     b_in_phi, b_um_phi = model.aux_rates(z1, valid)
     tgt_in, tgt_um = (b_in_phi.detach(), b_um_phi.detach()) if cfg.stop_grad_on_phi else (b_in_phi, b_um_phi)
     max_length = z1.shape[1]
     losses, logps = [], []
+    rewards = []
+    if cfg.time_weight not in ("hazard", "unit"):
+        raise ValueError(f"time_weight must be 'hazard' or 'unit', got {cfg.time_weight!r}")
     for _ in range(2):
         nz = noise(z1, fixed, valid, t, model.a, b_in_phi, b_um_phi, mask_id, pad_id, generator)
         logits, bi, bu = model.generator_rates(nz.rows.tokens, nz.rows.attention_mask, t)
-        loss = rate_matching_loss(logits, bi, bu, nz, z1, fixed, valid, t, model.a, tgt_in, tgt_um, max_length)
-        if cfg.time_weight == "unit":
+        if cfg.time_weight == "hazard":
+            loss = rate_matching_loss(logits, bi, bu, nz, z1, fixed, valid, t, model.a, tgt_in, tgt_um, max_length)
+            reward = loss
+        elif not model.learns_schedule:
+            loss = rate_matching_loss(logits, bi, bu, nz, z1, fixed, valid, t, model.a, tgt_in, tgt_um, max_length)
             loss = loss / hazard_shape(t.to(loss.dtype), model.a)
-        elif cfg.time_weight != "hazard":
-            raise ValueError(f"time_weight must be 'hazard' or 'unit', got {cfg.time_weight!r}")
+            reward = loss
+        else:
+            # θ: the unit-weighted loss with φ's targets held fixed; φ: the paper's loss with θ's outputs held fixed
+            theta_part = rate_matching_loss(logits, bi, bu, nz, z1, fixed, valid, t, model.a, b_in_phi.detach(), b_um_phi.detach(),
+                                            max_length) / hazard_shape(t.to(b_in_phi.dtype), model.a)
+            reward = rate_matching_loss(logits.detach(), bi.detach(), bu.detach(), nz, z1, fixed, valid, t, model.a, tgt_in, tgt_um,
+                                        max_length)
+            loss = theta_part + (reward - reward.detach())  # value: θ's loss; gradient: θ's + φ's pathwise
         losses.append(loss)
+        rewards.append(reward)
         logps.append(sequence_log_prob(nz, t, model.a, b_in_phi, b_um_phi, fixed, valid) if model.learns_schedule else None)
     loss_theta = 0.5 * (losses[0] + losses[1]).mean()
     total = loss_theta
     stats = {"loss_theta": float(loss_theta.detach())}
     if model.learns_schedule:
-        rf = reinforce_term(losses[0], losses[1], logps[0], logps[1]).mean()
+        rf = reinforce_term(rewards[0], rewards[1], logps[0], logps[1]).mean()
         free = valid & ~fixed
         reg = schedule_regulariser(model.a, b_in_phi, free)
         if model.fix_b_um is None:

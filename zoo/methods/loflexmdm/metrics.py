@@ -1,6 +1,6 @@
 """Exact metrics of the toy variants and the metric checks ``fn(pipeline, ...) -> float`` of the specs.
 
-* validity: membership in the task's support (checksum: format and ``Σ digits mod 5``; brackets: balanced);
+* validity: membership in the task's support (checksum: format and check digit = last free digit; brackets: balanced);
 * length TV: total variation between the sampled length histogram and the task's exact length law;
 * learned schedule: φ's per-position insertion multipliers ``b_in^φ`` on exact draws (checksum position vs free
   digits; the paper's claim is that the determined token is inserted late, i.e. has a *smaller* b_in).
@@ -100,6 +100,21 @@ def learned_schedule(model: Any, n: int = 512, seed: int = 0) -> dict[str, Any]:
     return out
 
 
+def oracle_length_tv(task_name: str, steps: int, n: int, seed: int = 0, a: float = 1.0, b: float = 1.0) -> float:
+    """Length TV of ``n`` τ-leaping draws (plain sampler) whose generator is the exact-rate oracle of the task's
+    length law under the shared schedule ``(a, b)`` (default: FlexMDM's linear one): the τ-leaping grid's own
+    error, which no trained generator can beat."""
+    from .oracle import OracleLengthModel
+
+    task = Task(task_name)
+    tok = task.tokenizer()
+    model = OracleLengthModel(task.length_law(), tok.vocab_size, [tok.encode_raw(c)[0] for c in task.symbols], a, b)
+    g = torch.Generator().manual_seed(seed)
+    _, lengths, _ = tau_leap(model, n, SamplerConfig(max_steps=steps), g, tok.eos_token_id, tok.mask_token_id, tok.pad_token_id,
+                             4 * task.max_len)
+    return length_tv(["x" * (int(k) - 1) for k in lengths], task)
+
+
 def _cfg(pipeline: Any, sampler: str, steps: int | None) -> tuple[Any, SamplerConfig]:
     proc = pipeline.samplers[sampler]
     cfg = proc.cfg if steps is None else SamplerConfig(steps, proc.cfg.confidence, proc.cfg.top_p, proc.cfg.top_k, proc.cfg.count_1)
@@ -123,6 +138,13 @@ def validity(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES
 def length_tv_check(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
     """TV between the sampled and the exact length law over ``n`` unconditional samples (seed 0)."""
     return evaluate_once(pipeline, sampler, n, steps)["length_tv"]
+
+
+@metric_check
+def check_digit_accuracy(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
+    """Checksum task: among ``n`` unconditional samples (seed 0) that are well formed (3-6 digits, '=', one
+    digit), the fraction whose check digit is right (chance: 0.2)."""
+    return evaluate_once(pipeline, sampler, n, steps)["checksum_given_format"]
 
 
 @metric_check

@@ -1,5 +1,6 @@
 """Joint θ/φ training of the toy models (Alg. 1 of arXiv 2602.18695): AdamW with a one-cycle schedule over
-two parameter groups (generator, aux with its own ``aux_lr``), one backward pass per step through
+two parameter groups (generator, aux with its own ``aux_lr``; gradient norms clipped per group), one backward pass
+per step through
 :func:`~zoo.methods.loflexmdm.core.joint_loss`. Used by ``tools/train_loflexmdm.py``."""
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def train(model, task: Task, steps: int, batch_size: int, lr: float, aux_lr: flo
         loss, stats = joint_loss(model, z1, fixed, valid, tok.mask_token_id, tok.pad_token_id, generator, cfg)
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        for group in groups:  # per group: φ's hazard-weighted gradients must not shrink θ's step
+            torch.nn.utils.clip_grad_norm_(group["params"], clip)
         opt.step()
         sched.step()
         log.append(stats)
