@@ -574,7 +574,7 @@ def build_pipeline(
     hw = spec.hardware[chosen]
     if dtype is not None and dtype not in hw.dtypes:  # refused before any model is built
         raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
-    default = sampler or spec.default
+    default = sampler or spec.default_for(chosen)
     if default not in spec.samplers and default not in spec.recipes:
         raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
     models: dict[str, Any] = {}

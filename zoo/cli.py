@@ -168,6 +168,14 @@ def _fit(s: Any, e: Any, v: str, machine: Any) -> tuple[str, str | None]:
     return fit, style
 
 
+
+def _default_mark(spec: Any, name: str) -> str:
+    """`` (default)``, ``(default on full)`` … for ``zoo info``'s procedure table."""
+    on = [v for v in spec.variants if spec.default_for(v) == name]
+    if not on:
+        return ""
+    return " (default)" if len(on) == len(spec.variants) else f" (default on {', '.join(on)})"
+
 def cmd_show(args: argparse.Namespace) -> int:
     e = zoo.entry(args.name)
     s = zoo.spec(args.name)
@@ -203,7 +211,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     rows = []
     for section in ("samplers", "recipes"):
         for n, p in getattr(s, section).items():
-            rows.append([section[:-1], n + (" (default)" if n == s.default else ""), p.target, json.dumps(p.params) if p.params else ""])
+            rows.append([section[:-1], n + _default_mark(s, n), p.target, json.dumps(p.params) if p.params else ""])
             rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.variant_params.items()]
     for line in _table(rows, "  "):
         builtins.print(line)
