@@ -4,9 +4,11 @@
 Samples ``--samples`` unconditional rows with the plain τ-leaping sampler from a spec variant's shipped weights and
 prints (1) the sampled length histogram next to the task's exact law, (2) per t bin and current length k, along
 the sampler's own trajectories, ``model/exact (row-steps)``: the remaining insertions implied by the generator's
-total insertion rate vs the exact ``E[L - k | k, t]`` (``metrics.insertion_calibration``). The length process is a
-pure birth process, so the length law is right iff the two agree wherever trajectories go. Meaningful for the
-shared-schedule ``flexmdm`` spec (LoFlexMDM's per-position schedules make the total rate content-dependent).
+total insertion rate vs the exact ``E[L - k | k, t]`` (``metrics.insertion_calibration``), (3) the same two on
+complete clean data rows near the clean end (t = 0.9 ... 0.999), where the hazard ``1/(1 - t)`` turns any
+non-vanishing remainder ``c`` into ``c · ln((1 - t_0)/(1 - t_end))`` spurious insertions. The length process is a
+pure birth process, so the length law is right iff model and exact agree wherever trajectories go. Meaningful for
+the shared-schedule ``flexmdm`` spec (LoFlexMDM's per-position schedules make the total rate content-dependent).
 
     OMP_NUM_THREADS=1 nice -n 10 python tools/diag_loflexmdm_length.py                      # flexmdm toy, 128 steps
     OMP_NUM_THREADS=1 nice -n 10 python tools/diag_loflexmdm_length.py --variant toy-brackets
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import zoo  # noqa: E402
+from zoo.methods.loflexmdm.oracle import OracleLengthModel  # noqa: E402
 from zoo.methods.loflexmdm.metrics import insertion_calibration, length_tv, sample_texts, task_of  # noqa: E402
 from zoo.methods.loflexmdm.sampler import SamplerConfig  # noqa: E402
 
@@ -52,6 +55,17 @@ def main(argv: list[str] | None = None) -> int:
     for tb in (float(x) for x in args.t_bins.split(",")):
         cells = [f"k={k}:{m:.2f}/{e:.2f}({c})" for (t, k), (m, e, c) in table.items() if abs(t - tb) < 1e-9 and c >= 30]
         print(f"t~{tb:.2f} " + " ".join(cells))
+    tok = model.zoo_tokenizer
+    oracle = OracleLengthModel(task.length_law(), tok.vocab_size, [tok.encode_raw(c)[0] for c in task.symbols])
+    z1, _, valid = task.encode_latents(task.sample_texts(args.samples, torch.Generator().manual_seed(args.seed)), tok)
+    k = valid.sum(1) - 1
+    print("complete clean data rows: L=model/exact remaining insertions")
+    for t0 in (0.9, 0.97, 0.99, 0.997, 0.999):
+        t = torch.full((len(k),), t0)
+        with torch.no_grad():
+            _, b_in, _ = model.generator_rates(z1, valid, t)
+        total, exact = (b_in * valid).sum(1), oracle.expected_remaining(k, t)
+        print(f"t={t0:<5} " + " ".join(f"L{L}:{total[k == L].mean():.3f}/{exact[k == L].mean():.3f}" for L in sorted(task.length_law())))
     return 0
 
 
