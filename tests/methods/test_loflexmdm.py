@@ -15,7 +15,7 @@ from registry.errors import BuildError, ParamError
 from registry.spec import HubFile
 from registry.weights import save_state, sha256_file
 from zoo.methods.loflexmdm.core import joint_loss
-from zoo.methods.loflexmdm.metrics import evaluate, learned_schedule
+from zoo.methods.loflexmdm.metrics import evaluate, insertion_calibration, learned_schedule
 from zoo.methods.loflexmdm.model import build_model, from_upstream, to_upstream
 from zoo.methods.loflexmdm.sampler import SamplerConfig
 from zoo.methods.loflexmdm.tasks import Task
@@ -270,3 +270,28 @@ def test_training_clips_theta_and_phi_separately(monkeypatch: pytest.MonkeyPatch
         out.append([p.detach().clone() for p in m.generator.parameters()])
     for a, b in zip(*out):
         assert torch.equal(a, b)
+
+
+def _oracle_as_model(task: Task, gap_share: float = 1.0):
+    from zoo.methods.loflexmdm.oracle import OracleLengthModel
+
+    tok = task.tokenizer()
+    model = OracleLengthModel(task.length_law(), tok.vocab_size, [tok.encode_raw(c)[0] for c in task.symbols], gap_share=gap_share)
+    model.zoo_tokenizer, model.zoo_task, model.zoo_max_length = tok, task.name, task.latent_len
+    return model
+
+
+def test_insertion_calibration_is_exact_for_the_oracle_and_flags_a_wrong_rate() -> None:
+    """`insertion_calibration` (the length diagnosis in the card) reports, along the sampler's own trajectories,
+    the remaining insertions implied by the generator's total rate next to the exact `E[L - k | k, t]`: equal (to
+    float32) for the exact-rate oracle at every (t, k) it visits, and 1.25x the exact value for an oracle whose
+    every gap is 1.25x too fast (a table that compared the wrong quantity, or mis-scaled by the gap count or
+    the hazard, fails one of the two)."""
+    task = Task("checksum")
+    exact = insertion_calibration(_oracle_as_model(task), 200, 32)
+    assert len({k for _, k in exact}) >= 5 and sum(r[2] for r in exact.values()) >= 200 * 32
+    for model_rem, true_rem, _ in exact.values():
+        assert model_rem == pytest.approx(true_rem, rel=1e-5, abs=1e-6)
+    fast = insertion_calibration(_oracle_as_model(task, gap_share=1.25), 200, 32)
+    ratios = [m / e for m, e, _ in fast.values() if e > 1e-3]
+    assert ratios and all(r == pytest.approx(1.25, rel=1e-4) for r in ratios)

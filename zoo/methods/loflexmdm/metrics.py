@@ -115,6 +115,49 @@ def oracle_length_tv(task_name: str, steps: int, n: int, seed: int = 0, a: float
     return length_tv(["x" * (int(k) - 1) for k in lengths], task)
 
 
+def insertion_calibration(model: Any, n: int, steps: int, seed: int = 0, t_bins: int = 20,
+                          a: float = 1.0, b: float = 1.0) -> dict[tuple[float, int], tuple[float, float, int]]:
+    """Per ``(t bin, current length k)`` along the model's **own** τ-leaping trajectories (plain sampler, ``n``
+    rows, seed ``seed``): ``(mean model remaining, mean exact remaining, row-steps)``.
+
+    Model remaining = ``Σ_gaps b_in^θ · h(t) · (1 - F(t))/f(t)`` = ``Σ_gaps b_in^θ / b`` (the expected number of
+    insertions still to come that the generator's total rate implies under the shared schedule ``(a, b)``); exact
+    remaining = ``E[L - k | k, t]`` of the task's length law (:class:`~.oracle.OracleLengthModel`). The length
+    process is a pure birth process, so the sampled length law is right iff the first matches the second wherever
+    trajectories go; the table shows *which* lengths a trained generator gets wrong and when. Only meaningful for a
+    generator whose schedule is shared by all positions (FlexMDM, or the oracle itself)."""
+    from .oracle import OracleLengthModel
+
+    task = task_of(model)
+    tok = model.zoo_tokenizer
+    oracle = OracleLengthModel(task.length_law(), tok.vocab_size, [tok.encode_raw(c)[0] for c in task.symbols], a, b)
+    acc: dict[tuple[float, int], list[float]] = {}
+
+    class _Recorder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.inner = model.a, model
+
+        def generator_rates(self, tokens: torch.Tensor, key_mask: torch.Tensor, t: torch.Tensor):
+            logits, b_in, b_um = model.generator_rates(tokens, key_mask, t)
+            k = key_mask.sum(1) - 1
+            total = (b_in * key_mask).sum(1).double() / b
+            exact = oracle.expected_remaining(k, t)
+            tb = round(float(t[0]) * t_bins) / t_bins
+            for kk in k.unique().tolist():
+                sel = k == kk
+                r = acc.setdefault((tb, int(kk)), [0.0, 0.0, 0])
+                r[0] += float(total[sel].sum())
+                r[1] += float(exact[sel].sum())
+                r[2] += int(sel.sum())
+            return logits, b_in, b_um
+
+    g = torch.Generator().manual_seed(seed)
+    tau_leap(_Recorder(), n, SamplerConfig(max_steps=steps), g, tok.eos_token_id, tok.mask_token_id, tok.pad_token_id,
+             model.zoo_max_length)
+    return {key: (r[0] / r[2], r[1] / r[2], int(r[2])) for key, r in sorted(acc.items())}
+
+
 def _cfg(pipeline: Any, sampler: str, steps: int | None) -> tuple[Any, SamplerConfig]:
     proc = pipeline.samplers[sampler]
     cfg = proc.cfg if steps is None else SamplerConfig(steps, proc.cfg.confidence, proc.cfg.top_p, proc.cfg.top_k, proc.cfg.count_1)
