@@ -40,8 +40,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--t-bins", default="0.5,0.7,0.8,0.9,0.95,1.0", help="t bins (multiples of 0.05) to print")
+    ap.add_argument("--weights", type=Path, default=None,
+                    help="a safetensors file (e.g. from train_loflexmdm.py --out DIR) loaded into the variant's architecture "
+                         "instead of its pinned weights")
+    ap.add_argument("--insertion-head", choices=["multiplier", "survival"], default=None,
+                    help="with --weights: the insertion head those weights were trained with (default: the spec's)")
     args = ap.parse_args(argv)
-    model = zoo.load(args.spec, variant=args.variant).models["model"]
+    if args.weights is None:
+        model = zoo.load(args.spec, variant=args.variant).models["model"]
+    else:
+        from safetensors.torch import load_file
+
+        from registry.loader import load_spec_file
+        from zoo.methods.loflexmdm.model import build_model
+
+        config = dict(load_spec_file(ROOT / "specs" / f"{args.spec}.yaml").models["model"].variants[args.variant].config)
+        if args.insertion_head is not None:
+            config["insertion_head"] = args.insertion_head
+        model = build_model(**config)
+        model.load_state_dict(load_file(str(args.weights)))
     task = task_of(model)
     texts, _ = sample_texts(model, args.samples, SamplerConfig(max_steps=args.steps), args.seed)
     hist = collections.Counter(map(len, texts))

@@ -10,17 +10,19 @@ trained from scratch on exact draws of the task law:
   the schedule regulariser);
 * ``flexmdm``: the same generator and loss with a = b = 1 and no φ (arXiv 2509.01025).
 
-Departure (``--time-weight unit``, the default here): θ's per-sequence loss is divided by the hazard shape
-``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a = 1). Every per-t minimiser of θ is unchanged, but the paper's weighting
-sends the gradient norm to ~1e4 near t = 1; ``--time-weight hazard`` trains with the paper's weighting. φ always
+Time weighting: ``--time-weight hazard`` (the default, the paper's loss). ``--time-weight unit`` divides θ's
+per-sequence loss by the hazard shape ``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a = 1): every per-t minimiser of θ
+is unchanged and the gradients stay bounded, but the t → 1 signal is drowned, and the first toys trained that way
+left an insertion rate that does not vanish on finished rows (docs/methods/loflexmdm.md, "Diagnosis"). φ always
 gets the paper's hazard-weighted loss (REINFORCE reward and target-hazard path; ``core.LossConfig``), and the
-gradient norm is clipped per parameter group. The checksum task's check digit is a copy of the last free digit
-(``tasks.py``: the earlier sum rules stayed at chance within this budget).
+gradient norm is clipped per parameter group. ``--insertion-head`` selects θ's insertion head (``build_model``'s
+``insertion_head``; it must match the spec's ``config``). The checksum task's check digit is a copy of the last
+free digit (``tasks.py``: the earlier sum rules stayed at chance within this budget).
 
 Writes ``specs/weights/{loflexmdm,flexmdm}-{checksum,brackets}.safetensors`` and prints their sha256 (paste
 into the specs).
 
-    OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py          # ~1 min per model on one thread (3-7 min on a loaded machine)
+    OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py          # ~4 min per model on a free core (6-9 min on a loaded machine)
     OMP_NUM_THREADS=1 nice -n 10 python tools/train_loflexmdm.py --check  # re-train, compare sha256
 """
 from __future__ import annotations
@@ -55,7 +57,7 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
         for method in args.methods:  # the seed depends on the names, so any subset reproduces the full run
             g = setup_deterministic(args.seed + 100 * TASKS.index(task_name) + 10 * list(METHODS).index(method))
             t0 = time.time()
-            model = build_model(task=task_name, schedule=METHODS[method])
+            model = build_model(task=task_name, schedule=METHODS[method], insertion_head=args.insertion_head)
             train_model(model, Task(task_name), args.steps, args.batch_size, args.lr, args.aux_lr, g,
                         LossConfig(time_weight=args.time_weight), desc=f"{method}[{task_name}]")
             fname = name(method, task_name)
@@ -67,14 +69,16 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--steps", type=int, default=4800)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3, help="generator learning rate (one-cycle peak)")
     ap.add_argument("--aux-lr", type=float, default=1e-3, help="aux network φ learning rate")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--time-weight", choices=["unit", "hazard"], default="unit",
+    ap.add_argument("--time-weight", choices=["unit", "hazard"], default="hazard",
                     help="unit: per-sequence loss divided by the hazard shape (same minimiser, bounded gradients; "
                          "the shipped toys); hazard: the paper's weighting")
+    ap.add_argument("--insertion-head", choices=["multiplier", "survival"], default="multiplier",
+                    help="θ's insertion head (build_model's insertion_head): multiplier = the paper; survival = times (1 - t^a)^b_ref")
     ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")

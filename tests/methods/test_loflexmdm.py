@@ -295,3 +295,36 @@ def test_insertion_calibration_is_exact_for_the_oracle_and_flags_a_wrong_rate() 
     fast = insertion_calibration(_oracle_as_model(task, gap_share=1.25), 200, 32)
     ratios = [m / e for m, e, _ in fast.values() if e > 1e-3]
     assert ratios and all(r == pytest.approx(1.25, rel=1e-4) for r in ratios)
+
+
+@pytest.mark.parametrize("schedule", ["linear", "kumaraswamy"])
+def test_survival_insertion_head_vanishes_at_the_clean_end_for_any_weights(schedule: str) -> None:
+    """`insertion_head: survival` (the card's departure): θ's insertion multiplier is the rate head times
+    `(1 - t^a)^b_ref`, so on a finished clean row the implied remaining insertions `Σ_gaps b_in^θ` fall like
+    `1 - t` as t → 1 whatever the weights (b_ref = 1: FlexMDM, and φ's floor 1.01 ≥ 1). With the head's bias pushed
+    to a large rate (≈ 300 per gap) the total at t = 1 - 1e-6 is < 1e-2, exactly the paper's `multiplier` head's
+    total with the same weights times `1 - t`; that head keeps a total of hundreds (the plateau that the
+    sampler's hazard `1/(1 - t)` turns into spurious insertions)."""
+    task = Task("checksum")
+    texts = task.sample_texts(16, torch.Generator().manual_seed(0))
+    heads = {}
+    for head in ("multiplier", "survival"):
+        m = build_model(task="checksum", schedule=schedule, insertion_head=head)
+        with torch.no_grad():
+            m.generator.rate_head[-1].bias[0] = 3.0
+        heads[head] = m
+    z1, _, valid = task.encode_latents(texts, heads["survival"].zoo_tokenizer)
+    totals = {}
+    for head, m in heads.items():
+        for eps in (1e-3, 1e-4, 1e-6):
+            t = torch.full((len(texts),), 1.0 - eps)
+            with torch.no_grad():
+                _, b_in, _ = m.generator_rates(z1, valid, t)
+            totals[head, eps] = (b_in * valid).sum(1).double()
+    assert bool((totals["survival", 1e-6] < 1e-2).all())
+    assert bool((totals["multiplier", 1e-6] > 100).all())
+    for eps in (1e-3, 1e-4, 1e-6):
+        one_minus_t = 1.0 - torch.tensor(1.0 - eps, dtype=torch.float32).double()  # the float32 t the model saw
+        torch.testing.assert_close(totals["survival", eps], totals["multiplier", eps] * one_minus_t, rtol=1e-4, atol=0)
+    with pytest.raises(ValueError, match="insertion_head"):
+        build_model(task="checksum", schedule=schedule, insertion_head="rate")

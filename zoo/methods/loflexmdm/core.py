@@ -115,8 +115,10 @@ class LossConfig:
     ``time_weight``: ``"hazard"`` is the paper's loss; ``"unit"`` divides *θ's* per-sequence loss by the hazard shape
     ``h(t) = a t^(a-1)/(1 - t^a)`` (for a = 1: multiplies it by ``1 - t``). For every t θ's minimisers (the true
     conditional ``K``, the conditional expected gap hazard) are unchanged by a positive per-t weight, but the
-    gradient no longer blows up as ``1/(1 - t)`` near the clean end: the toy training uses it on a CPU budget (a
-    departure from the paper, named in the card). φ's objective is *not* invariant to that weight (the reward of an
+    gradient no longer blows up as ``1/(1 - t)`` near the clean end. The first toys were trained with it; it also
+    drowns the t → 1 signal that the sampler's length law depends on (their insertion heads plateaued on finished
+    rows), so the shipped toys now use the paper's ``"hazard"`` weighting and ``"unit"`` is kept as an option.
+    φ's objective is *not* invariant to that weight (the reward of an
     order is the loss of the samples it produces, and ``h`` depends on t), so φ always gets the paper's
     hazard-weighted loss: as the REINFORCE reward and through the target hazards. (Dividing φ's reward by ``h``
     too flips the sign of its gradient on the checksum toy: every ``b_in`` then falls to its floor ``min_rate``.)"""

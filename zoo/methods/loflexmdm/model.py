@@ -8,6 +8,9 @@ holds the generator θ and the auxiliary schedule network φ (arXiv 2602.18695, 
   public code: φ is *not* time-conditioned here, so every position's schedule is one fixed Kumaraswamy CDF and the
   closed-form state probabilities used by REINFORCE are exact probabilities (the released code feeds t to φ).
 * Rate heads: ``softplus(s)·(max - min) + min`` (the public code's default; min 1.01 for φ, 0 for θ, max 100).
+* ``insertion_head``: ``"multiplier"`` (the paper) reads θ's insertion multiplier straight off the rate head;
+  ``"survival"`` multiplies it by a survival factor so that the implied remaining insertions vanish at the clean
+  end by construction (:meth:`LoFlexMDMModel.insertion_survival`, with the derivation).
 * ``schedule: linear`` is FlexMDM: ``a = 1`` and every φ multiplier is 1 (no aux network).
 """
 from __future__ import annotations
@@ -136,9 +139,13 @@ class LoFlexMDMModel(nn.Module):
     ``(b_in^φ, b_um^φ)`` on latents. ``fix_b_um`` (the paper's best setting: 1.0) fixes both b_um."""
 
     def __init__(self, vocab_size: int, special_ids: tuple[int, ...], schedule: str, a: float, fix_b_um: float | None,
-                 gen: dict, aux: dict | None, min_rate_phi: float = 1.01, max_rate: float = 100.0, scalar_fn: str = "softplus") -> None:
+                 gen: dict, aux: dict | None, min_rate_phi: float = 1.01, max_rate: float = 100.0, scalar_fn: str = "softplus",
+                 insertion_head: str = "multiplier") -> None:
         super().__init__()
+        if insertion_head not in ("multiplier", "survival"):
+            raise ValueError(f"insertion_head must be 'multiplier' or 'survival', got {insertion_head!r}")
         self.schedule, self.a, self.fix_b_um, self.scalar_fn = schedule, float(a), fix_b_um, scalar_fn
+        self.insertion_head = insertion_head
         self.min_rate_phi, self.max_rate = min_rate_phi, max_rate
         self.generator = DDiT(vocab_size, **gen)
         _init_rate_bias(self.generator.rate_head, 1.0, 0.0, max_rate)
@@ -153,10 +160,38 @@ class LoFlexMDMModel(nn.Module):
     def learns_schedule(self) -> bool:
         return self.aux is not None
 
+    @property
+    def survival_b(self) -> float:
+        """``b_ref`` of :meth:`insertion_survival`: 1 for FlexMDM, ``min(1, min_rate_phi)`` with an aux network."""
+        return min(1.0, self.min_rate_phi) if self.aux is not None else 1.0
+
+    def insertion_survival(self, t: torch.Tensor) -> torch.Tensor:
+        """``S(t) = (1 - t^a)^b_ref = 1 - F(t; a, b_ref)`` ``[B]``: the factor ``insertion_head: survival`` puts on θ's
+        insertion multiplier (a departure from the paper, whose generator rate is ``R_in^θ = b_in^θ α_t`` with
+        ``b_in^θ`` the network's output, arXiv 2602.18695 Sec. 3 / Eq. for ``R^θ_in``; FlexMDM arXiv 2509.01025
+        likewise predicts the expected number of missing tokens per gap directly).
+
+        Derivation. θ's loss target for a gap is ``Σ_{j dropped in gap} b_in^φ_j h(t)`` with ``h = a t^(a-1)/(1 -
+        t^a)``, so its minimiser is ``b_in^θ = E[Σ_{j dropped in gap} b_in^φ_j | x_t]`` (FlexMDM: the expected number
+        of missing tokens in the gap). Position ``j`` is still dropped at ``t`` with probability ``(1 - t^a)^{b_j}``
+        (Kumaraswamy survival), and ``b_j >= min_rate_phi`` (FlexMDM: ``b_j = 1``), so for a given clean sequence
+        ``E[b_in^θ-target | z_1, t] = Σ_j b_j (1 - t^a)^{b_j} <= S(t) Σ_j b_j`` with ``b_ref = min(1, min_rate_phi)``:
+        the target vanishes at least like the slowest survival. A softplus head on a time embedding does not learn
+        an output that vanishes like ``1 - t`` (the measured plateau: ≈ 0.085 remaining insertions on finished
+        checksum rows at t = 0.99 *and* 0.999, which the hazard ``1/(1 - t)`` of the sampler turns into spurious
+        insertions); writing ``b_in^θ = r_θ · S(t)`` makes it vanish by construction, and the head ``r_θ`` predicts
+        the bounded quantity ``λ_in^θ / (a t^(a-1))`` (for a = 1: the insertion *rate* itself). The loss, the
+        sampler and every per-t minimiser are unchanged (``r_θ = target / S(t)`` is representable for ``S > 0``);
+        only states whose posterior keeps a token missing as t → 1 (e.g. a row shorter than the shortest data
+        sequence) need a large ``r_θ``, and those have vanishing probability under the forward process."""
+        return torch.exp(self.survival_b * torch.log1p(-(t.to(torch.float32) ** self.a)))
+
     def generator_rates(self, tokens: torch.Tensor, key_mask: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         logits, s = self.generator(tokens, key_mask, t)
         logits = logits.masked_fill(self.banned, float("-inf"))
         b_in = _rate(s[..., 0], 0.0, self.max_rate, self.scalar_fn)
+        if self.insertion_head == "survival":
+            b_in = b_in * self.insertion_survival(t)[:, None]
         b_um = torch.full_like(b_in, self.fix_b_um) if self.fix_b_um is not None else _rate(s[..., 1], 0.0, self.max_rate, self.scalar_fn)
         return logits, b_in, b_um
 
@@ -193,12 +228,15 @@ class ModelConfig(FactoryParams):
     size: Literal["toy", "medium", "tiny-aux", "xtiny-aux"] = "toy"
     min_rate_phi: float = Field(1.01, ge=0, le=100)
     max_rate: float = Field(100.0, gt=0, le=1000)
+    insertion_head: Literal["multiplier", "survival"] = Field(
+        "multiplier", description="multiplier: θ's b_in is the rate head's output (the paper); survival: times (1 - t^a)^b_ref, "
+                                  "so the implied remaining insertions vanish at t = 1 (a departure, see LoFlexMDMModel.insertion_survival)")
 
 
 @factory(params=ModelConfig)
 def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float = 1.0, fix_b_um: float | None = 1.0,
                 size: str = "toy", min_rate_phi: float = 1.01, max_rate: float = 100.0, vocab_size: int | None = None,
-                scalar_fn: str = "softplus") -> LoFlexMDMModel:
+                scalar_fn: str = "softplus", insertion_head: str = "multiplier") -> LoFlexMDMModel:
     """A random-init LoFlexMDM (``schedule: kumaraswamy``) or FlexMDM (``linear``) model over a toy task's
     tokenizer (weights come from the spec); carries ``zoo_tokenizer`` and ``zoo_task``. ``task: bracket-safe``
     builds the paper-sized model without a tokenizer (specials assumed at ids 0-3)."""
@@ -217,7 +255,7 @@ def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float 
         max_length = t.latent_len
     torch.manual_seed(0)
     model = LoFlexMDMModel(vocab_size, specials, schedule, a, fix_b_um, dict(gen), dict(aux) if aux else None,
-                           min_rate_phi, max_rate, scalar_fn).eval()
+                           min_rate_phi, max_rate, scalar_fn, insertion_head).eval()
     model.zoo_tokenizer = tok
     model.zoo_task = task
     model.zoo_max_length = max_length
