@@ -269,6 +269,40 @@ def test_provenance_indels_count_the_trajectorys_surviving_edits_by_origin():
     assert provenance_indels(start, [step(inserted=[3]), step(deleted=[3])]) == (0.0, 0.0)
     inside, total = provenance_indels(start, [step(deleted=[4, 5]), step(inserted=[4])])
     assert total == 3.0 and inside == pytest.approx(1 + 2 / 3)
+    from zoo.methods.dplm_evo.metrics import loop_indel_rate
+
+    with pytest.raises(ValueError, match="count: expected one of"):
+        loop_indel_rate(None, count="loop-preferring")
+
+
+class _PositionNet(torch.nn.Module):
+    """Substitution logits that depend on the position only (a head that ignores the letter it is shown), or, with
+    ``copy``, that also favour the shown letter by a site-dependent amount (a head that reads it)."""
+
+    def __init__(self, copy: bool = False):
+        super().__init__()
+        self.copy = copy
+
+    def forward(self, rows, lengths):
+        b, w = rows.shape
+        pos = torch.arange(w, dtype=torch.float32)[:, None]
+        sub = torch.sin(pos * torch.arange(1, 21, dtype=torch.float32)[None]).expand(b, w, 20).clone()
+        if self.copy:
+            bonus = 1.0 + 2.0 * (pos % 3)  # a site-dependent pull toward the shown letter
+            sub = sub + bonus * torch.nn.functional.one_hot(rows.clamp(max=19), 20).float() * (rows < 20)[..., None]
+        return sub, torch.zeros(b, w), torch.zeros(b, w + 1)
+
+
+def test_scoring_diagnostics_separate_a_head_that_ignores_the_shown_letter_from_one_that_reads_it():
+    """``scoring_diagnostics``: a head that ignores the letter at the site gives identical wt-marginal and
+    masked-marginal scores (agreement 1) and zero letter TV; a head that up-weights the shown letter by a
+    site-dependent amount moves with it (TV > 0.2) and re-ranks the wt-marginal scores across sites."""
+    from zoo.methods.dplm_evo.metrics import scoring_diagnostics
+
+    d = scoring_diagnostics(_PositionNet())
+    assert d["agreement"] == pytest.approx(1.0) and d["letter_tv"] == pytest.approx(0.0, abs=1e-9)
+    d = scoring_diagnostics(_PositionNet(copy=True))
+    assert d["letter_tv"] > 0.2 and d["agreement"] < 0.95
 
 
 def _brute_force_indels(a: str, b: str):

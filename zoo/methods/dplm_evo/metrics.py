@@ -26,7 +26,7 @@ from .scoring import masked_marginal, mutant_scores, single_mutant_table, spearm
 
 __all__ = ["mutation_spearman", "spearman_margin", "loop_indel_rate", "post_edit_gain", "de_novo_length_tv", "low_fitness_starts",
            "indel_events", "provenance_indels", "net_indels", "net_indels_traceback", "indel_posterior", "IndelPosterior",
-           "bayes_indel_loop_share", "indel_label_loop_share"]
+           "bayes_indel_loop_share", "indel_label_loop_share", "scoring_diagnostics"]
 
 
 def _memo(pipeline: Any, key: tuple, fn):
@@ -42,6 +42,38 @@ def spearman_of(net, scoring: str = "wt-marginal") -> dict[str, float]:
         idx, truth = single_mutant_table(wt, fam.site_log_probs(len(wt)))
         per.append(spearman(mutant_scores(lp, wt).numpy().ravel()[idx], truth))
     return {"mean": float(np.mean(per)), "min": float(np.min(per)), "per_wt": per}
+
+
+def scoring_diagnostics(net) -> dict[str, float]:
+    """Why wild-type-marginal scoring ties masked-marginal scoring (a diagnostic for the bench, not a metric).
+
+    The substitution head is trained only where an observed letter is a noise draw (:func:`.noise.edit_loss`), so
+    at an observed letter ``a`` it learns ``p(z_0 = b | a, context) ∝ p(b | context) · T_sub(a | b, context)``.
+    With a kernel whose draw does not depend on the source residue — uniform, or the contextual kernel, which masks
+    the site and reads the network's prediction (arXiv 2605.00182, Sec. "contextualised kernel") — the ``T_sub``
+    factor is constant in ``b``, so the Bayes-optimal head ignores the letter it is shown and returns
+    ``p(b | context)``: the quantity the masked marginal reads. BLOSUM62's ``T(a | b)`` does depend on ``b``.
+    Returns, averaged over the held-out wild types: the Spearman between the net's wt-marginal and masked-marginal
+    single-mutant scores (``agreement``), and the mean total variation of the head's distribution at a site across
+    the 20 letters shown there, from its mean (``letter_tv``; 0 = the head ignores the shown letter)."""
+    import torch
+
+    from .scoring import _logp
+
+    fam = family()
+    agree, tv = [], []
+    for wt in fam.held_out:
+        idx, _ = single_mutant_table(wt, fam.site_log_probs(len(wt)))
+        a = mutant_scores(wt_marginal(net, wt), wt).numpy().ravel()[idx]
+        b = mutant_scores(masked_marginal(net, wt), wt).numpy().ravel()[idx]
+        agree.append(spearman(a, b))
+        x = torch.as_tensor(wt, dtype=torch.long)
+        for i in range(len(wt)):
+            rows = x[None].repeat(K, 1)
+            rows[:, i] = torch.arange(K)
+            pr = _logp(net, rows)[:, i].exp()
+            tv.append(float(0.5 * (pr - pr.mean(0)).abs().sum(-1).mean()))
+    return {"agreement": float(np.mean(agree)), "letter_tv": float(np.mean(tv))}
 
 
 def indel_events(initial: str, trajectory: list[dict]) -> tuple[int, int]:
