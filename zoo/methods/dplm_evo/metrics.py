@@ -3,7 +3,7 @@
 * mutation-effect Spearman: every single substitution of the family's held-out wild types (never trained on),
   model score vs the exact ``Δf`` of the landscape (:mod:`.family`), mean over wild types;
 * loop-indel rate: of the indels of simulated-evolution outputs relative to their start rows (family members;
-  expected over all minimum-edit-distance alignments, :func:`net_indels`), the fraction placed in the loop (``LEFT <= index < length −
+  read from the recorded trajectories, :func:`provenance_indels`), the fraction placed in the loop (``LEFT <= index < length −
   RIGHT`` for a deletion, gap ``LEFT .. length − RIGHT`` for an insertion); :func:`bayes_indel_loop_share` is the
   ceiling that Bayes-optimal edit heads would reach on the same rows;
 * post-editing fitness gain: start from low-fitness variants (3 random core sites of a held-out wild type
@@ -227,8 +227,8 @@ def net_indels_traceback(initial: str, final: str, left: int = LEFT, right: int 
 
 
 def provenance_indels(initial: str, trajectory: list[dict], left: int = LEFT, right: int = RIGHT) -> tuple[float, float]:
-    """``(in_loop, total)`` net indels read from the recorded trajectory instead of an alignment (a reference, not
-    the metric): every residue is tagged with its origin (an index of ``initial`` or "inserted") while the edits
+    """``(in_loop, total)`` net indels read from the recorded trajectory instead of an alignment (the metric of
+    :func:`loop_indel_rate`): every residue is tagged with its origin (an index of ``initial`` or "inserted") while the edits
     are replayed; the net deletions are the residues of ``initial`` that do not survive (loop: ``left <= i <
     n − right``), the net insertions the inserted residues that do (edits undone later, e.g. an inserted mask that
     is deleted again, count nowhere; substitutions never change a tag). A surviving inserted residue lies in gap
@@ -258,12 +258,12 @@ def provenance_indels(initial: str, trajectory: list[dict], left: int = LEFT, ri
 
 
 def loop_indel_rate_of(sampler, starts: list[str], seed: int = 0) -> dict[str, float]:
-    """Expected net indels of the outputs relative to their start rows over all co-optimal alignments
-    (:func:`net_indels`, the metric: ``rate`` = Σ expected in-loop / Σ expected total over rows), and, for reference,
-    the same count along one fixed traceback (:func:`net_indels_traceback`, ``rate_traceback``) and every indel
-    event of the trajectories (:func:`indel_events`; forward-noise events included), and the diagnostic
-    ``rate_fewest_indels`` (uniform over the co-optimal alignments with the fewest indels, not the metric) and the
-    trajectory's own net indels (:func:`provenance_indels`, ``rate_provenance``, not the metric)."""
+    """Net indels of the outputs relative to their start rows: the trajectory's own (:func:`provenance_indels`,
+    ``rate_provenance``, the metric) and, for reference, the alignment-based counts: expected over all co-optimal
+    alignments (:func:`net_indels`, ``rate`` = Σ expected in-loop / Σ expected total over rows), along one fixed
+    traceback (:func:`net_indels_traceback`, ``rate_traceback``) and uniform over the co-optimal alignments with the
+    fewest indels (``rate_fewest_indels``); and every indel event of the trajectories (:func:`indel_events`;
+    forward-noise events included)."""
     out = sampler(sequences=starts, seed=seed)
     inside = total = few_in = few_total = pv_in = pv_total = 0.0
     tb_in = tb_total = ev_in = ev_total = 0
@@ -388,11 +388,14 @@ _LOOP_COUNTS = {"co-optimal": "rate", "traceback": "rate_traceback", "fewest-ind
 
 
 @metric_check
-def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: int = 0, count: str = "co-optimal") -> float:
-    """Fraction of the expected net indels (output vs start, averaged over all co-optimal alignments:
-    :func:`net_indels`) of ``n`` simulated-evolution runs from family members that lie in the loop. ``count`` picks
-    a reference count instead: ``traceback`` (:func:`net_indels_traceback`), ``fewest-indels`` (the diagnostic of
-    :func:`indel_posterior`) or ``provenance`` (:func:`provenance_indels`, from the recorded trajectories)."""
+def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: int = 0, count: str = "provenance") -> float:
+    """Fraction of the net indels (output vs start) of ``n`` simulated-evolution runs from family members that lie in
+    the loop, read from the recorded trajectories (:func:`provenance_indels`). ``count`` picks an alignment-based
+    reference instead: ``co-optimal`` (:func:`net_indels`), ``traceback`` (:func:`net_indels_traceback`) or
+    ``fewest-indels`` (the diagnostic of :func:`indel_posterior`). Why provenance: with unit costs a deletion +
+    insertion pair costs as much as two substitutions, so every alignment-based count invents indels; the
+    negative control (dplm-masked never changes a length) gets 30.0 expected indels from the co-optimal mean and 6
+    from the traceback, none from provenance."""
     if count not in _LOOP_COUNTS:
         raise ValueError(f"count: expected one of {sorted(_LOOP_COUNTS)}, got {count!r}")
     starts = ["".join(AA[v] for v in s) for s in family().train[:: max(1, len(family().train) // n)][:n]]
