@@ -450,3 +450,23 @@ def test_spec_de_novo_sampler_varies_length_around_the_family():
     lengths = [len(s) for s in out.sequences]
     assert len(set(lengths)) >= 3 and sum(10 <= n <= 14 for n in lengths) >= 12
     assert all(replay(i, [dict(t) for t in tr]) == s for i, s, tr in zip(out.initial, out.sequences, out.trajectories))
+
+
+def test_population_metrics_draw_each_row_from_its_own_stream():
+    """One sampler call seeds every row with the same ``seed`` (so a row in a batch equals the row alone); identical
+    starts in one call therefore evolve identically, and a population statistic over one call has the effective
+    size of a few draws (the first loop-indel rates, 0.872 / 0.908, were one seed's shared stream).
+    ``metrics.independent_rows`` gives each row its own stream: identical starts then evolve differently, and each
+    row still equals a single call with its own seed."""
+    import zoo
+    from zoo.methods.dplm_evo.metrics import independent_rows
+
+    pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
+    evolve = pipe.samplers["evolve"]
+    start = "WMLEESGNPARAC"
+    shared = evolve(sequences=[start] * 4, seed=0)
+    assert len(set(shared.sequences)) == 1
+    own = independent_rows(evolve, [start] * 4, seed=0)
+    assert len(set(own.sequences)) > 1 and own.initial == [start] * 4
+    assert own.sequences[2] == evolve(sequences=[start], seed=2).sequences[0]
+    assert independent_rows(evolve, [start] * 4, seed=1).sequences != own.sequences
