@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zoo.methods.dplm_evo.alphabet import AA, ESM_VOCAB, aa_ids
 from zoo.methods.dplm_evo.editing import EditConfig, edit_row, from_text, replay, to_text
@@ -226,6 +228,146 @@ def test_net_indels_are_classified_by_the_start_rows_loop():
     assert net_indels(start, "WCDEF" + "GSN" + "KLMY") == (0, 0)  # substitutions only
 
 
+def test_net_indels_average_all_co_optimal_alignments_exactly():
+    """Hand-checked expectations over the co-optimal alignments: deleting either ``A`` of ``AAB`` gives ``AB``
+    (two optimal alignments, the deletion split 1/2 - 1/2); ``AB → BA`` has three optimal alignments of cost 2 (two
+    substitutions; delete ``A`` + append ``A``; prepend ``B`` + delete ``B``), so each residue is deleted with 1/3 and
+    gaps 0 and 2 receive 1/3 insertions (4/3 expected indels). An ``F`` inserted next to the ``F`` at the left core
+    boundary lies in the loop in one of the two optimal alignments (0.5), where the fixed traceback always picks
+    the core one (0); a unique alignment gives the traceback's integer counts."""
+    from zoo.methods.dplm_evo.metrics import indel_posterior, net_indels, net_indels_traceback
+
+    p = indel_posterior("AAB", "AB")
+    assert p.paths == 2 and p.cost == 1
+    assert p.deletions.tolist() == [0.5, 0.5, 0.0] and p.insertions.tolist() == [0.0] * 4
+    p = indel_posterior("AB", "BA")
+    assert p.paths == 3 and p.cost == 2
+    assert np.allclose(p.deletions, [1 / 3, 1 / 3]) and np.allclose(p.insertions, [1 / 3, 0, 1 / 3])
+    start = "ACDEF" + "GSN" + "KLMP"
+    assert net_indels(start, "ACDEFF" + "GSN" + "KLMP") == (0.5, 1.0)
+    assert net_indels_traceback(start, "ACDEFF" + "GSN" + "KLMP") == (0, 1)
+    for final in ("ACDEF" + "GN" + "KLMP", "ACEF" + "GSN" + "KLMP", "ACDEF" + "GSN" + "KLWMP"):
+        assert indel_posterior(start, final).paths == 1
+        assert net_indels(start, final) == net_indels_traceback(start, final)
+
+
+def test_provenance_indels_count_the_trajectorys_surviving_edits_by_origin():
+    """The trajectory reference: a recorded loop / core deletion or insertion counts once where it happened, an
+    insertion deleted again counts nowhere, and an insertion whose original neighbours were deleted is split
+    uniformly over the gaps between its surviving neighbours (here gaps 4, 5, 6 of which 5 and 6 are loop: 2/3)."""
+    from zoo.methods.dplm_evo.metrics import provenance_indels
+
+    start = "ACDEF" + "GSN" + "KLMP"
+
+    def step(deleted=(), inserted=()):
+        return {"deleted": list(deleted), "inserted": list(inserted), "substituted": []}
+
+    assert provenance_indels(start, [step(deleted=[6])]) == (1.0, 1.0)
+    assert provenance_indels(start, [step(deleted=[2])]) == (0.0, 1.0)
+    assert provenance_indels(start, [step(inserted=[8])]) == (1.0, 1.0)
+    assert provenance_indels(start, [step(inserted=[9])]) == (0.0, 1.0)
+    assert provenance_indels(start, [step(inserted=[3]), step(deleted=[3])]) == (0.0, 0.0)
+    inside, total = provenance_indels(start, [step(deleted=[4, 5]), step(inserted=[4])])
+    assert total == 3.0 and inside == pytest.approx(1 + 2 / 3)
+    from zoo.methods.dplm_evo.metrics import loop_indel_rate
+
+    with pytest.raises(ValueError, match="count: expected one of"):
+        loop_indel_rate(None, count="loop-preferring")
+
+
+class _PositionNet(torch.nn.Module):
+    """Substitution logits that depend on the position only (a head that ignores the letter it is shown), or, with
+    ``copy``, that also favour the shown letter by a site-dependent amount (a head that reads it)."""
+
+    def __init__(self, copy: bool = False):
+        super().__init__()
+        self.copy = copy
+
+    def forward(self, rows, lengths):
+        b, w = rows.shape
+        pos = torch.arange(w, dtype=torch.float32)[:, None]
+        sub = torch.sin(pos * torch.arange(1, 21, dtype=torch.float32)[None]).expand(b, w, 20).clone()
+        if self.copy:
+            bonus = 1.0 + 2.0 * (pos % 3)  # a site-dependent pull toward the shown letter
+            sub = sub + bonus * torch.nn.functional.one_hot(rows.clamp(max=19), 20).float() * (rows < 20)[..., None]
+        return sub, torch.zeros(b, w), torch.zeros(b, w + 1)
+
+
+def test_scoring_diagnostics_separate_a_head_that_ignores_the_shown_letter_from_one_that_reads_it():
+    """``scoring_diagnostics``: a head that ignores the letter at the site gives identical wt-marginal and
+    masked-marginal scores (agreement 1) and zero letter TV; a head that up-weights the shown letter by a
+    site-dependent amount moves with it (TV > 0.2) and re-ranks the wt-marginal scores across sites."""
+    from zoo.methods.dplm_evo.metrics import scoring_diagnostics
+
+    d = scoring_diagnostics(_PositionNet())
+    assert d["agreement"] == pytest.approx(1.0) and d["letter_tv"] == pytest.approx(0.0, abs=1e-9)
+    d = scoring_diagnostics(_PositionNet(copy=True))
+    assert d["letter_tv"] > 0.2 and d["agreement"] < 0.95
+
+
+def _brute_force_indels(a: str, b: str):
+    """Every alignment path of ``a`` to ``b`` (recursively), its cost and its deletion / gap-insertion counts."""
+    paths = []
+
+    def walk(i, j, cost, dels, ins):
+        if i == len(a) and j == len(b):
+            paths.append((cost, dels, ins))
+            return
+        if i < len(a) and j < len(b):
+            walk(i + 1, j + 1, cost + (a[i] != b[j]), dels, ins)
+        if i < len(a):
+            walk(i + 1, j, cost + 1, dels + (i,), ins)
+        if j < len(b):
+            walk(i, j + 1, cost + 1, dels, ins + (i,))
+
+    walk(0, 0, 0, (), ())
+    best = min(c for c, _, _ in paths)
+    opt = [(d, g) for c, d, g in paths if c == best]
+    dels, ins = np.zeros(len(a)), np.zeros(len(a) + 1)
+    for d, g in opt:
+        np.add.at(dels, list(d), 1.0)
+        np.add.at(ins, list(g), 1.0)
+    return dels / len(opt), ins / len(opt), len(opt), best
+
+
+_short = st.text(alphabet="AB", max_size=5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_short, _short)
+def test_indel_posterior_equals_the_brute_force_mean_over_minimum_cost_alignments(a, b):
+    """Invariant: the forward/backward DP's per-position expected deletions / gap insertions are the uniform mean
+    over *all* minimum-cost alignment paths, enumerated by brute force on short strings over a 2-letter alphabet
+    (where ties abound); the path count and cost agree, and when the optimal path is unique the expected counts
+    equal the fixed traceback's (for every loop classification)."""
+    from zoo.methods.dplm_evo.metrics import indel_posterior, net_indels, net_indels_traceback
+
+    p = indel_posterior(a, b)
+    dels, ins, paths, cost = _brute_force_indels(a, b)
+    assert (p.paths, p.cost) == (paths, cost)
+    assert np.allclose(p.deletions, dels, rtol=0, atol=1e-12) and np.allclose(p.insertions, ins, rtol=0, atol=1e-12)
+    if paths == 1:
+        for left, right in ((0, 0), (1, 2), (2, 1)):
+            assert net_indels(a, b, left, right) == net_indels_traceback(a, b, left, right)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="ACDG", max_size=10), st.text(alphabet="ACDG", max_size=10), st.integers(0, 4), st.integers(0, 4))
+def test_expected_indels_are_reversal_symmetric_and_balance_the_length_difference(a, b, left, right):
+    """Invariant (no loop/core preference): reversing both strings mirrors the expected deletions and gap insertions
+    bit for bit, so the in-loop count with bounds ``(left, right)`` equals the reversed strings' count with
+    ``(right, left)``; every optimal path has ``#del − #ins = |a| − |b|``, so the expectations do too, and the
+    expected total is at least ``| |a| − |b| |``."""
+    from zoo.methods.dplm_evo.metrics import indel_posterior, net_indels
+
+    p, r = indel_posterior(a, b), indel_posterior(a[::-1], b[::-1])
+    assert p.deletions.tolist() == r.deletions[::-1].tolist() and p.insertions.tolist() == r.insertions[::-1].tolist()
+    assert net_indels(a, b, left, right) == pytest.approx(net_indels(a[::-1], b[::-1], right, left), abs=1e-12)
+    assert p.deletions.sum() - p.insertions.sum() == pytest.approx(len(a) - len(b), abs=1e-12)
+    assert net_indels(a, b)[1] >= abs(len(a) - len(b)) - 1e-12
+    assert ((p.deletions >= 0) & (p.deletions <= 1)).all() and (p.insertions >= 0).all()
+
+
 def test_bayes_indel_posterior_ceiling_is_loop_specific_only_when_the_landscape_localises_indels():
     """The closed-form Bayes-optimal indel posteriors (``metrics.bayes_indel_loop_share``, p(x) ∝ exp f): on a
     landscape with near-deterministic core rows a core indel shifts the core and is all but impossible, so nearly
@@ -308,3 +450,23 @@ def test_spec_de_novo_sampler_varies_length_around_the_family():
     lengths = [len(s) for s in out.sequences]
     assert len(set(lengths)) >= 3 and sum(10 <= n <= 14 for n in lengths) >= 12
     assert all(replay(i, [dict(t) for t in tr]) == s for i, s, tr in zip(out.initial, out.sequences, out.trajectories))
+
+
+def test_population_metrics_draw_each_row_from_its_own_stream():
+    """One sampler call seeds every row with the same ``seed`` (so a row in a batch equals the row alone); identical
+    starts in one call therefore evolve identically, and a population statistic over one call has the effective
+    size of a few draws (the first loop-indel rates, 0.872 / 0.908, were one seed's shared stream).
+    ``metrics.independent_rows`` gives each row its own stream: identical starts then evolve differently, and each
+    row still equals a single call with its own seed."""
+    import zoo
+    from zoo.methods.dplm_evo.metrics import independent_rows
+
+    pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
+    evolve = pipe.samplers["evolve"]
+    start = "WMLEESGNPARAC"
+    shared = evolve(sequences=[start] * 4, seed=0)
+    assert len(set(shared.sequences)) == 1
+    own = independent_rows(evolve, [start] * 4, seed=0)
+    assert len(set(own.sequences)) > 1 and own.initial == [start] * 4
+    assert own.sequences[2] == evolve(sequences=[start], seed=2).sequences[0]
+    assert independent_rows(evolve, [start] * 4, seed=1).sequences != own.sequences

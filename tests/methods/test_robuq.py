@@ -480,3 +480,33 @@ def test_quantize_dit_explicit_attention_bits_must_agree_with_a_packed_file(tmp_
         load("new.safetensors", attention_bits="eight")
     # without a packed file the default is the paper's 8
     assert set(attention_bits_of(quantize_dit(load_digits_dit(), a_bits=4)).values()) == {8}
+
+
+def test_quantize_dit_layout_arguments_set_away_from_defaults_must_agree_with_a_packed_file(tmp_path, monkeypatch):
+    """A packed file rebuilds its own layout, so ``a_bits: 2`` beside a 4-bit file used to be ignored silently. Now a
+    layout argument set away from its default that the file contradicts is a one-line error naming it; one that
+    agrees loads; AMPN arguments beside a file (which holds its allocation) are refused."""
+    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.common.training import sha256_file
+    from zoo.methods.robuq import procedures
+
+    monkeypatch.setattr(procedures, "SPECS_DIR", tmp_path)
+    pack_model(quantize_dit(load_digits_dit(), a_bits=3, hadamard=False, lowrank_rank=4), tmp_path / "w3.safetensors")
+
+    def load(**kw):
+        return quantize_dit(build_digits_dit(), packed="w3.safetensors", sha256=sha256_file(tmp_path / "w3.safetensors"), **kw)
+
+    assert {m.a_bits for n, m in quant_modules(load(a_bits=3, hadamard=False, lowrank_rank=4)).items() if "norm1" not in n} == {3}
+    load(block=8)  # a Hadamard block is moot in a file without the rotation, as it is without a file
+    for kw, line in (({"a_bits": 2}, "transform_config.a_bits: 2 conflicts with the packed file w3.safetensors (a_bits 3); omit a_bits to use the file's"),
+                     ({"lowrank_rank": 2}, "transform_config.lowrank_rank: 2 conflicts with the packed file w3.safetensors (lowrank_rank 4); "
+                                           "omit lowrank_rank to use the file's"),
+                     ({"weight": "int4"}, "transform_config.weight: int4 conflicts with the packed file w3.safetensors (weight ternary); "
+                                          "omit weight to use the file's"),
+                     ({"adaln": False}, "transform_config.adaln: False conflicts with the packed file w3.safetensors (adaln True); "
+                                        "omit adaln to use the file's"),
+                     ({"ampn_avg_bits": 2.0}, "transform_config.ampn_avg_bits: the packed file w3.safetensors already holds its AMPN "
+                                              "allocation; omit ampn_avg_bits")):
+        with pytest.raises(ValueError) as err:
+            load(**kw)
+        assert str(err.value) == line

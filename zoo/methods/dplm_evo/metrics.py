@@ -3,7 +3,7 @@
 * mutation-effect Spearman: every single substitution of the family's held-out wild types (never trained on),
   model score vs the exact ``Δf`` of the landscape (:mod:`.family`), mean over wild types;
 * loop-indel rate: of the indels of simulated-evolution outputs relative to their start rows (family members;
-  an edit-distance alignment, :func:`net_indels`), the fraction placed in the loop (``LEFT <= index < length −
+  read from the recorded trajectories, :func:`provenance_indels`), the fraction placed in the loop (``LEFT <= index < length −
   RIGHT`` for a deletion, gap ``LEFT .. length − RIGHT`` for an insertion); :func:`bayes_indel_loop_share` is the
   ceiling that Bayes-optimal edit heads would reach on the same rows;
 * post-editing fitness gain: start from low-fitness variants (3 random core sites of a held-out wild type
@@ -13,6 +13,7 @@ All draws are seeded, so every number is reproducible.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,9 @@ from .alphabet import AA, K
 from .family import LEFT, RIGHT, family
 from .scoring import masked_marginal, mutant_scores, single_mutant_table, spearman, wt_marginal
 
-__all__ = ["mutation_spearman", "spearman_margin", "loop_indel_rate", "post_edit_gain", "de_novo_length_tv", "low_fitness_starts", "indel_events", "net_indels",
-           "bayes_indel_loop_share", "indel_label_loop_share"]
+__all__ = ["mutation_spearman", "spearman_margin", "loop_indel_rate", "post_edit_gain", "de_novo_length_tv", "low_fitness_starts",
+           "indel_events", "independent_rows", "provenance_indels", "net_indels", "net_indels_traceback", "indel_posterior", "IndelPosterior",
+           "bayes_indel_loop_share", "indel_label_loop_share", "scoring_diagnostics"]
 
 
 def _memo(pipeline: Any, key: tuple, fn):
@@ -40,6 +42,38 @@ def spearman_of(net, scoring: str = "wt-marginal") -> dict[str, float]:
         idx, truth = single_mutant_table(wt, fam.site_log_probs(len(wt)))
         per.append(spearman(mutant_scores(lp, wt).numpy().ravel()[idx], truth))
     return {"mean": float(np.mean(per)), "min": float(np.min(per)), "per_wt": per}
+
+
+def scoring_diagnostics(net) -> dict[str, float]:
+    """Why wild-type-marginal scoring ties masked-marginal scoring (a diagnostic for the bench, not a metric).
+
+    The substitution head is trained only where an observed letter is a noise draw (:func:`.noise.edit_loss`), so
+    at an observed letter ``a`` it learns ``p(z_0 = b | a, context) ∝ p(b | context) · T_sub(a | b, context)``.
+    With a kernel whose draw does not depend on the source residue — uniform, or the contextual kernel, which masks
+    the site and reads the network's prediction (arXiv 2605.00182, Sec. "contextualised kernel") — the ``T_sub``
+    factor is constant in ``b``, so the Bayes-optimal head ignores the letter it is shown and returns
+    ``p(b | context)``: the quantity the masked marginal reads. BLOSUM62's ``T(a | b)`` does depend on ``b``.
+    Returns, averaged over the held-out wild types: the Spearman between the net's wt-marginal and masked-marginal
+    single-mutant scores (``agreement``), and the mean total variation of the head's distribution at a site across
+    the 20 letters shown there, from its mean (``letter_tv``; 0 = the head ignores the shown letter)."""
+    import torch
+
+    from .scoring import _logp
+
+    fam = family()
+    agree, tv = [], []
+    for wt in fam.held_out:
+        idx, _ = single_mutant_table(wt, fam.site_log_probs(len(wt)))
+        a = mutant_scores(wt_marginal(net, wt), wt).numpy().ravel()[idx]
+        b = mutant_scores(masked_marginal(net, wt), wt).numpy().ravel()[idx]
+        agree.append(spearman(a, b))
+        x = torch.as_tensor(wt, dtype=torch.long)
+        for i in range(len(wt)):
+            rows = x[None].repeat(K, 1)
+            rows[:, i] = torch.arange(K)
+            pr = _logp(net, rows)[:, i].exp()
+            tv.append(float(0.5 * (pr - pr.mean(0)).abs().sum(-1).mean()))
+    return {"agreement": float(np.mean(agree)), "letter_tv": float(np.mean(tv))}
 
 
 def indel_events(initial: str, trajectory: list[dict]) -> tuple[int, int]:
@@ -58,12 +92,121 @@ def indel_events(initial: str, trajectory: list[dict]) -> tuple[int, int]:
     return inside, total
 
 
-def net_indels(initial: str, final: str) -> tuple[int, int]:
-    """``(in_loop, total)`` indels of ``final`` relative to ``initial``: a minimum-edit-distance alignment
+@dataclass(frozen=True)
+class IndelPosterior:
+    """Expected indels of ``final`` relative to ``initial`` under the uniform law on minimum-cost alignments:
+    ``deletions[i]`` = fraction of optimal alignments that delete ``initial[i]``; ``insertions[g]`` = expected number
+    of residues inserted into gap ``g`` of ``initial`` (before ``initial[g]``; ``g = n`` is the end);
+    ``paths`` = number of optimal alignments; ``cost`` = the edit distance."""
+
+    deletions: np.ndarray
+    insertions: np.ndarray
+    paths: int
+    cost: int
+
+
+def indel_posterior(initial: str, final: str, fewest_indels: bool = False) -> IndelPosterior:
+    """Exact edge marginals of the uniform distribution over all minimum-cost alignments (match 0, substitution 1,
+    insertion / deletion 1) of ``initial`` to ``final``, by forward/backward dynamic programming on the edit graph.
+
+    Nodes ``(i, j)`` (prefixes of length ``i`` of ``initial`` and ``j`` of ``final``); ``D`` / ``E`` the minimum cost
+    from ``(0, 0)`` / to ``(n, m)``; ``F`` / ``B`` the number of minimum-cost paths from ``(0, 0)`` / to ``(n, m)``
+    (Python ints: exact). An edge ``u → v`` of cost ``c`` lies on an optimal path iff ``D[u] + c + E[v] = D[n, m]``,
+    and then on ``F[u] · B[v]`` of the ``F[n, m]`` optimal paths. Deletion edges ``(i, j) → (i + 1, j)`` remove
+    ``initial[i]``; insertion edges ``(i, j) → (i, j + 1)`` insert ``final[j]`` into gap ``i``. Per-position numerators
+    are summed as ints and divided once, so the result is exact up to the final rounding (and a relabelling of the
+    positions, e.g. reversing both strings, gives bit-identical values). Every optimal path has
+    ``#del − #ins = n − m``, hence ``deletions.sum() − insertions.sum() = n − m`` exactly in expectation.
+
+    ``fewest_indels=True`` (a diagnostic, not the metric): costs are compared as pairs ``(edit cost, #indels)``, i.e.
+    the uniform law on those minimum-cost alignments that have the fewest indels (a deletion + insertion pair
+    costs 2, the same as two substitutions, so the plain law also counts alignments that re-read two substitutions
+    as a shifted register)."""
+    n, m = len(initial), len(final)
+    big = (n + m + 1, n + m + 1)
+    step = (1, 1) if fewest_indels else (1, 0)  # an indel's (cost, indel count) contribution
+
+    def diag(a: str, b: str) -> tuple[int, int]:
+        return (int(a != b), 0)
+
+    def add(u: tuple[int, int], v: tuple[int, int]) -> tuple[int, int]:
+        return (u[0] + v[0], u[1] + v[1])
+
+    D = [[big] * (m + 1) for _ in range(n + 1)]
+    F = [[0] * (m + 1) for _ in range(n + 1)]
+    D[0][0], F[0][0] = (0, 0), 1
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i == j == 0:
+                continue
+            cands = []
+            if i and j:
+                cands.append((add(D[i - 1][j - 1], diag(initial[i - 1], final[j - 1])), F[i - 1][j - 1]))
+            if i:
+                cands.append((add(D[i - 1][j], step), F[i - 1][j]))
+            if j:
+                cands.append((add(D[i][j - 1], step), F[i][j - 1]))
+            best = min(c for c, _ in cands)
+            D[i][j], F[i][j] = best, sum(k for c, k in cands if c == best)
+    E = [[big] * (m + 1) for _ in range(n + 1)]
+    B = [[0] * (m + 1) for _ in range(n + 1)]
+    E[n][m], B[n][m] = (0, 0), 1
+    for i in range(n, -1, -1):
+        for j in range(m, -1, -1):
+            if i == n and j == m:
+                continue
+            cands = []
+            if i < n and j < m:
+                cands.append((add(E[i + 1][j + 1], diag(initial[i], final[j])), B[i + 1][j + 1]))
+            if i < n:
+                cands.append((add(E[i + 1][j], step), B[i + 1][j]))
+            if j < m:
+                cands.append((add(E[i][j + 1], step), B[i][j + 1]))
+            best = min(c for c, _ in cands)
+            E[i][j], B[i][j] = best, sum(k for c, k in cands if c == best)
+    cost, total = D[n][m], F[n][m]
+    dels, ins = [0] * n, [0] * (n + 1)
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i < n and add(add(D[i][j], step), E[i + 1][j]) == cost:
+                dels[i] += F[i][j] * B[i + 1][j]
+            if j < m and add(add(D[i][j], step), E[i][j + 1]) == cost:
+                ins[i] += F[i][j] * B[i][j + 1]
+    return IndelPosterior(np.array([v / total for v in dels], dtype=np.float64),
+                          np.array([v / total for v in ins], dtype=np.float64), total, cost[0])
+
+
+def net_indels(initial: str, final: str, left: int = LEFT, right: int = RIGHT,
+               fewest_indels: bool = False) -> tuple[float, float]:
+    """``(in_loop, total)`` *expected* indels of ``final`` relative to ``initial``: the mean over all minimum-cost
+    alignments (match 0, substitution 1, insertion / deletion 1), uniformly weighted (:func:`indel_posterior`).
+    A deleted residue is classified by its index in ``initial`` (loop: ``left <= i < n − right``), an inserted one
+    by the gap of ``initial`` it falls into (loop: ``left <= g <= n − right``). Edits a trajectory made and later
+    undid (a forward-noise indel that the reverse heads repaired) are not indels of the output.
+
+    Why an expectation: the output does not say which of several co-optimal alignments "happened" (deleting
+    either ``A`` of ``AAB`` gives ``AB``), and a fixed traceback (:func:`net_indels_traceback`, the first version)
+    is a biased tie-break — it always takes the same end of a run of equal letters, which on the toy moves loop
+    indels next to a core residue of the same letter across the left core boundary. The uniform average has no
+    preference for loop or core (it is invariant under reversing both strings with the loop bounds mirrored), and
+    it equals the fixed traceback whenever the optimal alignment is unique. ``fewest_indels``: the diagnostic of
+    :func:`indel_posterior` (not the metric)."""
+    post = indel_posterior(initial, final, fewest_indels)
+    n = len(initial)
+    loop_del = post.deletions[left:max(left, n - right)].sum()
+    loop_ins = post.insertions[left:max(left, n - right + 1)].sum()
+    return float(loop_del + loop_ins), float(post.deletions.sum() + post.insertions.sum())
+
+
+def net_indels_traceback(initial: str, final: str, left: int = LEFT, right: int = RIGHT) -> tuple[int, int]:
+    """Reference only (the metric's first version; :func:`net_indels` is the metric): ``(in_loop, total)`` indels
+    of ``final`` relative to ``initial`` along *one* minimum-edit-distance alignment
     (match 0, substitution 1, insertion / deletion 1; the traceback prefers match/substitution, then deletion,
-    then insertion), each deleted residue classified by its index in ``initial`` (loop: ``LEFT <= i < n − RIGHT``),
-    each inserted one by the gap of ``initial`` it falls into (loop: ``LEFT <= g <= n − RIGHT``). Edits a trajectory
-    made and later undid (a forward-noise indel that the reverse heads repaired) are not indels of the output."""
+    then insertion), each deleted residue classified by its index in ``initial`` (loop: ``left <= i < n − right``),
+    each inserted one by the gap of ``initial`` it falls into (loop: ``left <= g <= n − right``). Edits a trajectory
+    made and later undid (a forward-noise indel that the reverse heads repaired) are not indels of the output. The
+    fixed tie-break is biased: among co-optimal alignments it moves an indel to the left end of a run of equal
+    letters, e.g. across the left core boundary."""
     n, m = len(initial), len(final)
     d = np.zeros((n + 1, m + 1), dtype=np.int64)
     d[:, 0], d[0, :] = np.arange(n + 1), np.arange(m + 1)
@@ -75,26 +218,88 @@ def net_indels(initial: str, final: str) -> tuple[int, int]:
         if i > 0 and j > 0 and d[i, j] == d[i - 1, j - 1] + (initial[i - 1] != final[j - 1]):
             i, j = i - 1, j - 1
         elif i > 0 and d[i, j] == d[i - 1, j] + 1:
-            inside += LEFT <= i - 1 < n - RIGHT
+            inside += left <= i - 1 < n - right
             total, i = total + 1, i - 1
         else:
-            inside += LEFT <= i <= n - RIGHT
+            inside += left <= i <= n - right
             total, j = total + 1, j - 1
     return inside, total
 
 
+def provenance_indels(initial: str, trajectory: list[dict], left: int = LEFT, right: int = RIGHT) -> tuple[float, float]:
+    """``(in_loop, total)`` net indels read from the recorded trajectory instead of an alignment (the metric of
+    :func:`loop_indel_rate`): every residue is tagged with its origin (an index of ``initial`` or "inserted") while the edits
+    are replayed; the net deletions are the residues of ``initial`` that do not survive (loop: ``left <= i <
+    n − right``), the net insertions the inserted residues that do (edits undone later, e.g. an inserted mask that
+    is deleted again, count nowhere; substitutions never change a tag). A surviving inserted residue lies in gap
+    ``g`` of ``initial`` with ``l < g <= r`` for its nearest surviving original neighbours ``l`` (left, −1 if none)
+    and ``r`` (right, ``n`` if none); when the neighbours' deletion leaves several candidate gaps it is split
+    uniformly over them (no left/right preference)."""
+    n = len(initial)
+    tags: list[int] = list(range(n))  # -1: inserted
+    for st in trajectory:
+        for k in sorted(st["deleted"], reverse=True):
+            del tags[k]
+        for gi in sorted(st["inserted"], reverse=True):
+            tags.insert(gi, -1)
+    kept = {t for t in tags if t >= 0}
+    inside = float(sum(left <= i < n - right for i in range(n) if i not in kept))
+    total = float(n - len(kept))
+    last = -1
+    for pos, t in enumerate(tags):
+        if t >= 0:
+            last = t
+            continue
+        nxt = next((u for u in tags[pos + 1:] if u >= 0), n)
+        gaps = range(last + 1, nxt + 1)
+        inside += sum(left <= g <= n - right for g in gaps) / len(gaps)
+        total += 1.0
+    return inside, total
+
+
+def independent_rows(sampler, starts: list[str], seed: int = 0):
+    """Run ``sampler`` on ``starts`` with an independent random stream per row (row ``i`` seeded
+    ``seed · 1_000_003 + i``) and gather the rows into one output. Why: the samplers seed every row of a call with
+    the same ``seed`` (so a row in a batch equals the row alone), so the rows of one call share their uniforms and
+    are strongly correlated; a population statistic over them has the effective size of a few draws (measured:
+    one call over 512 starts gave loop-indel rates 0.94 / 0.68 / 0.50 / 0.62 for seeds 0 – 3)."""
+    outs = [sampler(sequences=[s], seed=seed * 1_000_003 + i) for i, s in enumerate(starts)]
+    first = outs[0]
+    for o in outs[1:]:
+        first.sequences += o.sequences
+        first.initial += o.initial
+        first.trajectories += o.trajectories
+        first.stats += o.stats
+    return first
+
+
 def loop_indel_rate_of(sampler, starts: list[str], seed: int = 0) -> dict[str, float]:
-    """Net indels of the outputs relative to their start rows (:func:`net_indels`, the metric) and, for reference,
-    every indel event of the trajectories (:func:`indel_events`; forward-noise events included)."""
-    out = sampler(sequences=starts, seed=seed)
-    inside = total = ev_in = ev_total = 0
+    """Net indels of the outputs relative to their start rows: the trajectory's own (:func:`provenance_indels`,
+    ``rate_provenance``, the metric) and, for reference, the alignment-based counts: expected over all co-optimal
+    alignments (:func:`net_indels`, ``rate`` = Σ expected in-loop / Σ expected total over rows), along one fixed
+    traceback (:func:`net_indels_traceback`, ``rate_traceback``) and uniform over the co-optimal alignments with the
+    fewest indels (``rate_fewest_indels``); and every indel event of the trajectories (:func:`indel_events`;
+    forward-noise events included)."""
+    out = independent_rows(sampler, starts, seed)
+    inside = total = few_in = few_total = pv_in = pv_total = 0.0
+    tb_in = tb_total = ev_in = ev_total = 0
     for s, f, tr in zip(out.initial, out.sequences, out.trajectories):
         a, b = net_indels(s, f)
         inside, total = inside + a, total + b
+        a, b = net_indels(s, f, fewest_indels=True)
+        few_in, few_total = few_in + a, few_total + b
+        a, b = net_indels_traceback(s, f)
+        tb_in, tb_total = tb_in + a, tb_total + b
         a, b = indel_events(s, tr)
         ev_in, ev_total = ev_in + a, ev_total + b
+        a, b = provenance_indels(s, tr)
+        pv_in, pv_total = pv_in + a, pv_total + b
     lengths = [len(x) for x in out.sequences]
     return {"rate": inside / total if total else float("nan"), "indels": total, "in_loop": inside,
+            "rate_traceback": tb_in / tb_total if tb_total else float("nan"), "indels_traceback": tb_total,
+            "in_loop_traceback": tb_in,
+            "rate_fewest_indels": few_in / few_total if few_total else float("nan"), "indels_fewest_indels": few_total,
+            "rate_provenance": pv_in / pv_total if pv_total else float("nan"), "indels_provenance": pv_total,
             "event_rate": ev_in / ev_total if ev_total else float("nan"), "events": ev_total,
             "rows": len(starts), "mean_length": float(np.mean(lengths))}
 
@@ -176,7 +381,7 @@ def low_fitness_starts(n: int, seed: int = 0, sites: int = 3) -> list[str]:
 def post_edit_gain_of(sampler, n: int = 64, seed: int = 0) -> dict[str, float]:
     fam = family()
     starts = low_fitness_starts(n, seed)
-    out = sampler(sequences=starts, seed=seed)
+    out = independent_rows(sampler, starts, seed)
     f0 = np.array([fam.fitness(s) for s in starts])
     f1 = np.array([fam.fitness(s) for s in out.sequences])
     ok = np.isfinite(f1)
@@ -194,13 +399,24 @@ def mutation_spearman(pipeline: Any, scoring: str = "wt-marginal", role: str = "
     return _memo(pipeline, ("dplm_evo.spearman", scoring, role), lambda: spearman_of(net, scoring))["mean"]
 
 
+_LOOP_COUNTS = {"co-optimal": "rate", "traceback": "rate_traceback", "fewest-indels": "rate_fewest_indels",
+                "provenance": "rate_provenance"}
+
+
 @metric_check
-def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: int = 0) -> float:
-    """Fraction of the net indels (output vs start, :func:`net_indels`) of ``n`` simulated-evolution runs from family
-    members that lie in the loop."""
+def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: int = 0, count: str = "provenance") -> float:
+    """Fraction of the net indels (output vs start) of ``n`` simulated-evolution runs from family members that lie in
+    the loop, read from the recorded trajectories (:func:`provenance_indels`). ``count`` picks an alignment-based
+    reference instead: ``co-optimal`` (:func:`net_indels`), ``traceback`` (:func:`net_indels_traceback`) or
+    ``fewest-indels`` (the diagnostic of :func:`indel_posterior`). Why provenance: with unit costs a deletion +
+    insertion pair costs as much as two substitutions, so every alignment-based count invents indels; the
+    negative control (dplm-masked never changes a length) gets 30.0 expected indels from the co-optimal mean and 6
+    from the traceback, none from provenance."""
+    if count not in _LOOP_COUNTS:
+        raise ValueError(f"count: expected one of {sorted(_LOOP_COUNTS)}, got {count!r}")
     starts = ["".join(AA[v] for v in s) for s in family().train[:: max(1, len(family().train) // n)][:n]]
     return _memo(pipeline, ("dplm_evo.loop", sampler, n, seed),
-                 lambda: loop_indel_rate_of(pipeline.samplers[sampler], starts, seed))["rate"]
+                 lambda: loop_indel_rate_of(pipeline.samplers[sampler], starts, seed))[_LOOP_COUNTS[count]]
 
 
 def de_novo_length_tv_of(sampler, n: int = 64, seed: int = 0) -> dict:

@@ -87,7 +87,9 @@ class EditSampler(Procedure):
 
     def __call__(self, sequences: Any = None, *, seed: int = 0, lengths: Any = None, num_samples: int | None = None) -> EditOutput:
         """Each row is edited with its own generator seeded by ``seed`` (row ``i`` of a batch equals row ``i``
-        alone); ``num_samples`` (de novo only) draws that many ``m^length`` rows from one generator instead."""
+        alone); ``num_samples`` (de novo only) draws that many ``m^length`` rows from one generator instead.
+        Rows of one call therefore share their random stream and are correlated: for independent draws (a population
+        statistic) give each row its own seed (:func:`.metrics.independent_rows`)."""
         net = self.models[self.params.net_role]
         cfg = self.config()
         if num_samples is not None:

@@ -7,29 +7,25 @@ from registry.contract import metric_check
 import time
 from typing import Any
 
+from zoo.common.rows import independent_rows
 from zoo.common.toy_text import eval_problems, is_correct
 
 CHECK_PROBLEMS = 64  # the conformance checks use the same 64 held-out problems as the benchmark (a few seconds)
 
 
 def evaluate(procedure: Any, n_problems: int = 64, digits: int = 3, seed0: int = 0, progress: bool = False) -> dict[str, float]:
-    """Exact-match accuracy and cost of a text sampler on the held-out toy problems (seed = seed0 + i)."""
+    """Exact-match accuracy and cost of a text sampler on the held-out toy problems, each problem its own call
+    with its own seed (:func:`zoo.common.rows.independent_rows`: problem ``i`` gets ``row_seed(seed0, i)``, ``= i``
+    for ``seed0 = 0``); one call over all prompts would give every row the same stream."""
     probs = eval_problems(n_problems, digits)
-    it = probs
-    if progress:
-        from tqdm import tqdm
-
-        it = tqdm(probs, desc=type(procedure).__name__, leave=False)
-    correct = tokens = dlm = ar = 0
     t0 = time.perf_counter()
-    for i, ex in enumerate(it):
-        out = procedure(ex.prompt, seed=seed0 + i)
-        correct += is_correct(ex.prompt, out.texts[0], digits)
-        st = out.stats[0]
-        tokens += st["new_tokens"]
-        dlm += st.get("dlm_forwards", 0)
-        ar += st.get("ar_forwards", 0)
+    out = independent_rows(lambda ex, s: procedure(ex.prompt, seed=s), probs, seed0,
+                           progress=type(procedure).__name__ if progress else None)
     wall = time.perf_counter() - t0
+    correct = sum(is_correct(ex.prompt, text, digits) for ex, text in zip(probs, out.texts))
+    tokens = sum(st["new_tokens"] for st in out.stats)
+    dlm = sum(st.get("dlm_forwards", 0) for st in out.stats)
+    ar = sum(st.get("ar_forwards", 0) for st in out.stats)
     n = len(probs)
     return {"accuracy": correct / n, "dlm_forwards": dlm / n, "ar_forwards": ar / n, "tokens_per_s": tokens / wall,
             "wall_s": wall, "tokens": tokens / n}

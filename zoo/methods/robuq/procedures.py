@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +23,8 @@ from registry.contract import Procedure, ProcedureParams, private_copies, transf
 from registry.outputs import ImageOutput, ProcedureOutput
 
 from .attention import attention_bits_of
-from .model import allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, set_group_bits
+from .model import ADALN, allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, quant_modules, set_group_bits
+from .quant import hadamard_block
 
 __all__ = ["quantize_dit", "ampn_allocate", "QuantDigitsSampler", "QATDigits", "DiTLatentSampler", "QuantSampleOutput", "QATOutput", "qat_finetune", "digits_eps_batch", "heldout_eps_mse"]
 
@@ -56,7 +59,8 @@ def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, bloc
     ``None`` = FP attention products; ``"auto"``, the default: a ``packed`` file's bits, else 8 = the paper's
     layout) fake-quantises the operands of ``QK^T`` and ``softmax V`` per token
     (:class:`~.attention.QuantAttnProcessor`); an explicit value that differs from a ``packed`` file's
-    attention bits is an error (the file's layout rules); ``a_clip``: the linear
+    attention bits is an error (the file's layout rules; so is any other layout argument set away from its default
+    that the file contradicts); ``a_clip``: the linear
     layers' per-token activation range, ``minmax`` (default) or ``gaussian`` (Max's MSE-optimal uniform step
     on the token's mean and std, :func:`~.quant.quantize_tokens_gaussian`). With ``ampn_avg_bits``
     the activation bits come from AMPN: sensitivities on ``calib_size`` noised train digits, exact DP
@@ -68,6 +72,8 @@ def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, bloc
         raise ValueError(f"transform_config.attention_bits: expected 2..16, null (FP) or auto, got {attention_bits!r}")
     if packed is not None:
         q = _load_packed_into(model, packed, sha256)  # the file's layout (attention bits included) rules
+        _refuse_layout_conflicts(q, packed, a_bits=a_bits, hadamard=hadamard, block=block, lowrank_rank=lowrank_rank, weight=weight,
+                                 adaln=adaln, a_clip=a_clip, ampn_avg_bits=ampn_avg_bits, ampn_choices=ampn_choices)
         if attention_bits != "auto":
             in_file = set(attention_bits_of(q).values()) or {None}  # files written before the attention quantiser: FP
             if in_file != {attention_bits}:
@@ -111,6 +117,34 @@ def ampn_allocate(model: Any, avg_bits: float, choices: list[int] | None = None,
 
 
 SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
+
+
+def _refuse_layout_conflicts(q: Any, packed: str, **given: Any) -> None:
+    """A packed file carries its layout, so a layout argument set away from :func:`quantize_dit`'s default must agree
+    with every quantised linear of the file (adaLN layers, always W4A4, aside); otherwise one line naming it. (An
+    argument left at its default cannot be told from an unset one and takes the file's value.)"""
+    defaults = {k: v.default for k, v in inspect.signature(quantize_dit).parameters.items() if k in given}
+    everything = quant_modules(q)
+    mods = [m for n, m in everything.items() if not n.endswith(ADALN)]
+    # per key: (the module's stored value, the value the argument would have given that module)
+    stored: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = {
+        "a_bits": lambda m, v: (m.a_bits, v), "hadamard": lambda m, v: (m.hadamard, v), "weight": lambda m, v: (m.weight_mode, v),
+        "a_clip": lambda m, v: (m.a_clip, v),
+        "block": lambda m, v: (m.block, hadamard_block(m.in_features, v) if m.hadamard else None),
+        "lowrank_rank": lambda m, v: (m.lowrank_rank, min(int(v), m.in_features, m.out_features))}
+    for key, value in given.items():
+        if value == defaults[key]:
+            continue
+        if key in ("ampn_avg_bits", "ampn_choices"):
+            raise ValueError(f"transform_config.{key}: the packed file {packed} already holds its AMPN allocation; omit {key}")
+        if key == "adaln":
+            pairs = [(any(n.endswith(ADALN) for n in everything), value)]
+        else:
+            pairs = [stored[key](m, value) for m in mods]
+        if any(have != want for have, want in pairs):
+            shown = ", ".join(sorted({str(have) for have, _ in pairs}))
+            raise ValueError(f"transform_config.{key}: {value} conflicts with the packed file {packed} ({key} {shown}); "
+                             f"omit {key} to use the file's")
 
 
 def _load_packed_into(model: Any, packed: str, sha256: str | None) -> Any:
