@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from registry.contract import metric_check
+from zoo.common import rows
 
 from .alphabet import AA, K
 from .family import LEFT, RIGHT, family
@@ -258,19 +259,12 @@ def provenance_indels(initial: str, trajectory: list[dict], left: int = LEFT, ri
 
 
 def independent_rows(sampler, starts: list[str], seed: int = 0):
-    """Run ``sampler`` on ``starts`` with an independent random stream per row (row ``i`` seeded
-    ``seed · 1_000_003 + i``) and gather the rows into one output. Why: the samplers seed every row of a call with
-    the same ``seed`` (so a row in a batch equals the row alone), so the rows of one call share their uniforms and
-    are strongly correlated; a population statistic over them has the effective size of a few draws (measured:
-    one call over 512 starts gave loop-indel rates 0.94 / 0.68 / 0.50 / 0.62 for seeds 0 – 3)."""
-    outs = [sampler(sequences=[s], seed=seed * 1_000_003 + i) for i, s in enumerate(starts)]
-    first = outs[0]
-    for o in outs[1:]:
-        first.sequences += o.sequences
-        first.initial += o.initial
-        first.trajectories += o.trajectories
-        first.stats += o.stats
-    return first
+    """Run ``sampler`` on ``starts`` with an independent random stream per row (:func:`zoo.common.rows.row_seed`)
+    and gather the rows into one output. Why: the samplers seed every row of a call with the same ``seed`` (so a
+    row in a batch equals the row alone), so the rows of one call share their uniforms and are strongly
+    correlated; a population statistic over them has the effective size of a few draws (measured: one call over
+    512 starts gave loop-indel rates 0.94 / 0.68 / 0.50 / 0.62 for seeds 0 – 3)."""
+    return rows.independent_rows(lambda s, row_seed: sampler(sequences=[s], seed=row_seed), starts, seed)
 
 
 def loop_indel_rate_of(sampler, starts: list[str], seed: int = 0) -> dict[str, float]:
