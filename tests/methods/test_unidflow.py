@@ -189,3 +189,30 @@ def test_bench_figure_title_fits_inside_the_figure_and_clears_the_panels() -> No
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_sampled_metric_checks_are_means_over_base_seeds_not_the_seed0_draw(pipe) -> None:
+    """The spec's sampled rates (generation faithfulness/diversity, caption accuracy, preference margin) are the mean
+    of the per-seed evaluations over base seeds 0 … seeds−1 (margin: pair seeds 1234 + k), not one seed-0 draw.
+    A memo-less stand-in for the pipeline keeps ``Pipeline.memo`` from answering; small sizes keep it fast."""
+    from types import SimpleNamespace
+
+    from zoo.methods.unidflow import evaluate as E
+    from zoo.methods.unidflow import metrics as Mx
+
+    fresh = lambda: SimpleNamespace(models=pipe.models)  # noqa: E731
+    m = pipe.models["reference"]
+    per = [E.generation(m, 2, seed=s) for s in range(3)]
+    for key, fn in (("faithfulness", Mx.faithfulness), ("diversity", Mx.diversity)):
+        got = fn(fresh(), role="reference", per_caption=2, seeds=3)
+        assert got == pytest.approx(sum(p[key] for p in per) / 3, abs=1e-12)
+        assert len({p[key] for p in per}) > 1, "the per-seed draws must differ for this test to discriminate"
+    caps = [E.caption_accuracy(pipe.models["shared"], seed=s) for s in range(3)]
+    assert len(set(caps)) > 1
+    assert Mx.caption_accuracy(fresh(), role="shared", seeds=3) == pytest.approx(sum(caps) / 3, abs=1e-12)
+    margins = [E.preference_margin(m, n=512, seed=1234 + s) for s in range(2)]
+    assert Mx.preference_margin(fresh(), role="reference", seeds=2) == pytest.approx(sum(margins) / 2, rel=1e-9)
+    se = E.over_seeds(lambda s: {"x": float(s)}, [0, 1, 2, 3])
+    assert se["x"] == 1.5 and se["x_se"] == pytest.approx(math.sqrt((2.25 + 0.25 + 0.25 + 2.25) / 3 / 4))
+    with pytest.raises(ValueError, match="seeds is empty"):
+        E.over_seeds(lambda s: {"x": 0.0}, [])

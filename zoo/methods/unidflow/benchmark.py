@@ -2,15 +2,19 @@
 interference test, the mRef-DPO preference/diversity trade-off, the exact 2-token DPO check, and a PNG grid
 of generated and edited shapes.
 
-Rows (all from the shipped ``toy`` variant's roles, rule-checked, seed 0): after stage I; after stage II (the
+Rows (all from the shipped ``toy`` variant's roles, rule-checked): after stage I; after stage II (the
 mRef-DPO reference); after stage III (final, the paper's model); the final model with the router replaced by a
 fixed α = 0.5 mix; the shared single-adapter ablation (the stage-I model whose one adapter is trained further on stage II's data). Columns: caption accuracy
 (understanding, greedy), generation faithfulness and diversity (distinct faithful images per caption, temperature
 1), editing accuracy (greedy), and the surrogate-ELBO preference margin. The paper's DPG-Bench and single-LoRA
 ablation numbers are printed beside it (different benchmarks: not comparable, for orientation only).
 
-    zoo bench unidflow                 # the spec's numbers (16 samples per caption)
-    zoo bench unidflow --quick         # 4 samples per caption
+Sampled columns are mean ± standard error over base seeds (the spec's ``seeds`` setting, :func:`.evaluate.over_seeds`):
+generation over ``--seeds`` (8), caption accuracy over ``--caption-seeds`` (4), the margin over ``--margin-seeds``
+(16; pair seeds 1234 + k); editing is one greedy draw at ``--seed``. Seeds run from ``--seed`` upward.
+
+    zoo bench unidflow                 # the spec's numbers (16 samples per caption, 8 / 4 / 16 seeds)
+    zoo bench unidflow --quick         # 4 samples per caption, 2 seeds each
     python tools/bench_unidflow.py     # the same from a checkout, PNG into docs/methods/
 """
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick, write_outputs
 
-QUICK = {"per_caption": 4}
+QUICK = {"per_caption": 4, "seeds": 2, "caption_seeds": 2, "margin_seeds": 2}
 PAPER = {"DPG-Bench (Table 2)": 91.19, "DPG-Bench (Table 4)": 91.91, "single-LoRA: understanding Eval": 79.92,
          "single-LoRA: GenEval": 0.90, "single-LoRA: Edit (1-5)": 4.08}
 ROWS = [("after stage I (Δu)", "stage1", None), ("after stage II (Δu + Δg) = DPO reference", "reference", None),
@@ -31,25 +35,30 @@ ROWS = [("after stage I (Δu)", "stage1", None), ("after stage II (Δu + Δg) = 
         ("shared single adapter, after stage II", "shared", None)]
 
 
-def evaluate_row(model, per_caption: int, seed: int, alpha) -> dict:
+def evaluate_row(model, per_caption: int, seed: int, alpha, seeds: int = 8, caption_seeds: int = 4, margin_seeds: int = 16) -> dict:
+    """One table row: the sampled columns as means over consecutive seeds from ``seed`` (keys ``<name>_se`` hold
+    their standard errors), editing one greedy draw at ``seed``."""
     import torch
 
     from . import evaluate as E
 
-    a = None if alpha is None else alpha
-    gen = E.generation(model, per_caption, seed=seed, alpha=None if a is None else torch.tensor(a))
-    return {"caption_accuracy": E.caption_accuracy(model, seed=seed, alpha=None if a is None else torch.tensor(a)),
-            "faithfulness": gen["faithfulness"], "diversity": gen["diversity"],
-            "edit_accuracy": E.editing(model, seed=seed, alpha=None if a is None else torch.tensor(a)),
-            "preference_margin": E.preference_margin(model, alpha=None if a is None else torch.tensor(a))}
+    a = None if alpha is None else torch.tensor(alpha)
+    row = E.over_seeds(lambda s: E.generation(model, per_caption, seed=s, alpha=a), range(seed, seed + seeds))
+    row.update(E.over_seeds(lambda s: {"caption_accuracy": E.caption_accuracy(model, seed=s, alpha=a)}, range(seed, seed + caption_seeds)))
+    row.update(E.over_seeds(lambda s: {"preference_margin": E.preference_margin(model, seed=1234 + s, alpha=a)},
+                            range(seed, seed + margin_seeds)))
+    row["edit_accuracy"] = E.editing(model, seed=seed, alpha=a)
+    return row
 
 
 def table(rows: list[dict]) -> str:
-    lines = [f"| {'model':<44} | caption acc | faithful | diversity | edit acc | pref. margin |",
-             "|" + "|".join("-" * n for n in (46, 13, 10, 11, 10, 14)) + "|"]
+    """Markdown table of the rows: mean ± SE for the seed-averaged columns (± nan for one seed)."""
+    lines = [f"| {'model':<44} | caption acc     | faithful        | diversity   | edit acc | pref. margin |",
+             "|" + "|".join("-" * n for n in (46, 17, 17, 13, 10, 14)) + "|"]
     for r in rows:
-        lines.append(f"| {r['label']:<44} | {r['caption_accuracy']:11.3f} | {r['faithfulness']:8.3f} | {r['diversity']:9.2f} | "
-                     f"{r['edit_accuracy']:8.3f} | {r['preference_margin']:12.2f} |")
+        lines.append(f"| {r['label']:<44} | {r['caption_accuracy']:.3f} ± {r['caption_accuracy_se']:.3f} | "
+                     f"{r['faithfulness']:.3f} ± {r['faithfulness_se']:.3f} | {r['diversity']:.2f} ± {r['diversity_se']:.2f} | "
+                     f"{r['edit_accuracy']:8.3f} | {r['preference_margin']:5.2f} ± {r['preference_margin_se']:.2f} |")
     return "\n".join(lines)
 
 
@@ -133,11 +142,17 @@ def main(argv: list[str] | None = None) -> int:
     """The benchmark (``zoo bench unidflow [--quick] [options]``): prints the table, writes the PNG."""
     ap = argparse.ArgumentParser(prog="zoo bench unidflow", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--per-caption", type=int, default=16, help="generation samples per caption (36 captions)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="first base seed (editing and the PNG use this one)")
+    ap.add_argument("--seeds", type=int, default=8, help="base seeds averaged for generation (spec: 8)")
+    ap.add_argument("--caption-seeds", type=int, default=4, help="base seeds averaged for caption accuracy (spec: 4)")
+    ap.add_argument("--margin-seeds", type=int, default=16, help="pair seeds averaged for the preference margin (spec: 16)")
     ap.add_argument("--spec", default="unidflow", help="spec name or YAML path")
     ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
     ap.add_argument("--png", type=Path, default=Path("unidflow-bench.png"), help="PNG output path")
-    args = parse_with_quick(ap, argv, QUICK, "4 generation samples per caption")
+    args = parse_with_quick(ap, argv, QUICK, "4 generation samples per caption, 2 seeds per average")
+    for name in ("seeds", "caption_seeds", "margin_seeds"):
+        if not 1 <= getattr(args, name) <= 256:
+            ap.error(f"--{name.replace('_', '-')}: expected an integer in 1..256, got {getattr(args, name)}")
 
     import torch
 
@@ -150,12 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     pipe = zoo.load(args.spec, variant="toy", device="cpu")
     rows = []
     for label, role, alpha in ROWS:
-        r = evaluate_row(pipe.models[role], args.per_caption, args.seed, alpha)
+        r = evaluate_row(pipe.models[role], args.per_caption, args.seed, alpha, args.seeds, args.caption_seeds, args.margin_seeds)
         r.update(label=label, role=role, alpha=alpha)
         rows.append(r)
         print(f"  {label}: caption {r['caption_accuracy']:.3f} faithful {r['faithfulness']:.3f}", file=sys.stderr)
     by = {(r["role"], r["alpha"]): r for r in rows}
-    res: dict = {"per_caption": args.per_caption, "seed": args.seed, "rows": rows}
+    res: dict = {"per_caption": args.per_caption, "seed": args.seed, "seeds": args.seeds, "caption_seeds": args.caption_seeds,
+                 "margin_seeds": args.margin_seeds, "rows": rows}
     res["interference"] = {"decoupled_drop_points": 100 * (by[("stage1", None)]["caption_accuracy"] - by[("model", None)]["caption_accuracy"]),
                            "shared_drop_points": 100 * (by[("stage1", None)]["caption_accuracy"] - by[("shared", None)]["caption_accuracy"])}
     ref, fin = by[("reference", None)], by[("model", None)]
@@ -165,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     res["grid"] = grid_panels(pipe, args.seed)
     res["seconds"] = time.time() - t0
     it, d, x = res["interference"], res["dpo"], res["exact_2token"]
-    text = [f"\nUniDFlow toy (shapes-and-captions; {args.per_caption} samples per caption, seed {args.seed}; one CPU thread, torch {torch.__version__})",
+    seeds = (f"mean ± SE over base seeds {args.seed}.. (generation {args.seeds}, captions {args.caption_seeds}, margin {args.margin_seeds}: "
+             f"pair seeds 1234 + k); editing one greedy draw at seed {args.seed}")
+    text = [f"\nUniDFlow toy (shapes-and-captions; {args.per_caption} samples per caption; {seeds}; one CPU thread, torch {torch.__version__})",
             table(rows),
             f"\ninterference (caption accuracy, points, learned routers): decoupled Δu/Δg stage I -> final {it['decoupled_drop_points']:+.1f} drop; "
             f"shared single adapter stage I -> stage II {it['shared_drop_points']:+.1f} drop",
