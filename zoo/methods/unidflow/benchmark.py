@@ -53,8 +53,8 @@ def evaluate_row(model, per_caption: int, seed: int, alpha, seeds: int = 8, capt
 
 def table(rows: list[dict]) -> str:
     """Markdown table of the rows: mean ± SE for the seed-averaged columns (± nan for one seed)."""
-    lines = [f"| {'model':<44} | caption acc     | faithful        | diversity   | edit acc | pref. margin |",
-             "|" + "|".join("-" * n for n in (46, 17, 17, 13, 10, 14)) + "|"]
+    lines = [f"| {'model':<44} | {'caption acc':<13} | {'faithful':<13} | {'diversity':<11} | edit acc | {'pref. margin':<12} |",
+             "|" + "|".join("-" * n for n in (46, 15, 15, 13, 10, 14)) + "|"]
     for r in rows:
         lines.append(f"| {r['label']:<44} | {r['caption_accuracy']:.3f} ± {r['caption_accuracy_se']:.3f} | "
                      f"{r['faithfulness']:.3f} ± {r['faithfulness_se']:.3f} | {r['diversity']:.2f} ± {r['diversity_se']:.2f} | "
