@@ -2,7 +2,7 @@
 variant, whose roles are the stages and the ablation (``model`` final, ``reference`` stage II, ``stage1``,
 ``shared``: the single-adapter ablation). Each evaluation runs once per pipeline (``Pipeline.memo``). The sampled
 rates are means over ``seeds`` base seeds 0 … seeds−1 (:func:`.evaluate.over_seeds`; the margin's pair seeds are
-1234 + k): one draw moves by 1–6 tolerances (per-seed sds measured over seeds 0–7 in the spec's notes). Editing
+1234 + k): one draw has a per-seed sd of 0.6–5 tolerances (measured sds in the spec's notes). Editing
 stays one greedy draw (seed 0; sd ≈ 0.006 over seeds 0–2, inside its 0.02). ``zoo bench unidflow`` prints the
 same means with their standard errors."""
 from __future__ import annotations
