@@ -168,13 +168,16 @@ def labels(z0: torch.Tensor, zt: torch.Tensor, noised: torch.Tensor) -> Labels:
 
 def edit_loss(net: Callable, lab: Labels, gamma_sub: float = 1.0, gamma_del: float = 1.0, gamma_ins: float = 1.0,
               normalizer: float | None = None, t: torch.Tensor | None = None,
-              weighting: Literal["none", "elbo"] = "none") -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+              weighting: Literal["none", "elbo"] = "none",
+              row_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """``(total, {"sub", "del", "ins"})``: summed per-token terms divided by ``normalizer`` (default ``B · L``).
 
     ``weighting="elbo"`` multiplies row ``b``'s terms by ``λ_t = 1 / t_b`` (``t [B]`` required): the diffusion ELBO
     weight of the linear schedule ``ᾱ_t = 1 − t`` that the note's loss ``Σ_k λ_{t−1} (γ_sub L_sub + γ_del L_del +
     γ_ins L_ins)`` carries (the same ``1/t`` as MDLM/LLaDA, :func:`zoo.common.masked_dlm.masked_diffusion_loss`);
-    ``"none"`` is the constant weighting."""
+    ``"none"`` is the constant weighting. ``row_weight [B]`` (optional) further multiplies row ``b``'s terms: the
+    importance weight ``p_U(t_b) / p_prop(t_b)`` when ``t`` was drawn from a non-uniform proposal
+    (:func:`.training.sample_t`), which keeps the expectation of the loss that of ``t ~ U``."""
     rows = lab.rows
     sub, dl, il = net(rows.tokens, rows.lengths)
     b, w = rows.tokens.shape
@@ -187,6 +190,8 @@ def edit_loss(net: Callable, lab: Labels, gamma_sub: float = 1.0, gamma_del: flo
         lam = torch.ones(b, 1, dtype=sub.dtype)
     else:
         raise ValueError(f"unknown weighting {weighting!r}; 'elbo' or 'none'")
+    if row_weight is not None:
+        lam = lam * row_weight.to(sub.dtype).reshape(b, 1)
     ce = F.cross_entropy(sub.transpose(1, 2), lab.source.clamp(0, K - 1), reduction="none")
     parts = {
         "sub": (lam * ce * lab.sub_mask).sum() / norm,
