@@ -50,6 +50,8 @@ class TrainDPLMEvo(Procedure):
         gamma_ins: float = Field(1.0, ge=0, le=100)
         warmup_fraction: float = Field(0.3, ge=0, le=1)
         weighting: Literal["elbo", "none"] = Field("elbo", description="loss weight λ_t: elbo = 1/t (the note's diffusion ELBO weight), none = 1")
+        t_proposal: Literal["uniform", "square"] = Field(
+            "uniform", description="how t is drawn: uniform, or square (t = t_min + (1 - t_min) u^2 with importance weight 2u: the same objective, more rows at small t)")
         n_latent: int = Field(28, ge=2, le=4096, description="the 2L latent size (2 x the longest sequence)")
         net_role: str = Field("net", min_length=1)
 
@@ -68,7 +70,8 @@ class TrainDPLMEvo(Procedure):
         if max(len(d) for d in data) > p.n_latent:
             raise ValueError(f"a training sequence is longer than n_latent = {p.n_latent}")
         cfg = TrainConfig(Knobs(p.omega_del, p.omega_ins, p.rho_mask, p.kernel), p.gamma_sub, p.gamma_del, p.gamma_ins,
-                          steps or p.steps, batch_size or p.batch_size, p.lr, p.warmup_fraction, weighting=p.weighting)
+                          steps or p.steps, batch_size or p.batch_size, p.lr, p.warmup_fraction, weighting=p.weighting,
+                          t_proposal=p.t_proposal)
         cfg = dataclasses.replace(cfg)
         torch.manual_seed(seed)
         net = copy.deepcopy(self.models[p.net_role])
