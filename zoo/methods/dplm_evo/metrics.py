@@ -70,9 +70,9 @@ def scoring_diagnostics(net) -> dict[str, float]:
         agree.append(spearman(a, b))
         x = torch.as_tensor(wt, dtype=torch.long)
         for i in range(len(wt)):
-            rows = x[None].repeat(K, 1)
-            rows[:, i] = torch.arange(K)
-            pr = _logp(net, rows)[:, i].exp()
+            shown = x[None].repeat(K, 1)  # every letter at site i
+            shown[:, i] = torch.arange(K)
+            pr = _logp(net, shown)[:, i].exp()
             tv.append(float(0.5 * (pr - pr.mean(0)).abs().sum(-1).mean()))
     return {"agreement": float(np.mean(agree)), "letter_tv": float(np.mean(tv))}
 
@@ -200,7 +200,7 @@ def net_indels(initial: str, final: str, left: int = LEFT, right: int = RIGHT,
 
 
 def net_indels_traceback(initial: str, final: str, left: int = LEFT, right: int = RIGHT) -> tuple[int, int]:
-    """Reference only (the metric's first version; :func:`net_indels` is the metric): ``(in_loop, total)`` indels
+    """Reference only (the metric's first version; :func:`provenance_indels` is the metric): ``(in_loop, total)`` indels
     of ``final`` relative to ``initial`` along *one* minimum-edit-distance alignment
     (match 0, substitution 1, insertion / deletion 1; the traceback prefers match/substitution, then deletion,
     then insertion), each deleted residue classified by its index in ``initial`` (loop: ``left <= i < n − right``),
@@ -404,8 +404,8 @@ def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: i
     reference instead: ``co-optimal`` (:func:`net_indels`), ``traceback`` (:func:`net_indels_traceback`) or
     ``fewest-indels`` (the diagnostic of :func:`indel_posterior`). Why provenance: with unit costs a deletion +
     insertion pair costs as much as two substitutions, so every alignment-based count invents indels; the
-    negative control (dplm-masked never changes a length) gets 30.0 expected indels from the co-optimal mean and 6
-    from the traceback, none from provenance."""
+    negative control (dplm-masked never changes a length) gets 21.8 expected indels from the co-optimal mean and 2
+    from the traceback on the bench's 64 starts, none from provenance."""
     if count not in _LOOP_COUNTS:
         raise ValueError(f"count: expected one of {sorted(_LOOP_COUNTS)}, got {count!r}")
     starts = ["".join(AA[v] for v in s) for s in family().train[:: max(1, len(family().train) // n)][:n]]
