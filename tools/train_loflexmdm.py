@@ -57,7 +57,8 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
         for method in args.methods:  # the seed depends on the names, so any subset reproduces the full run
             g = setup_deterministic(args.seed + 100 * TASKS.index(task_name) + 10 * list(METHODS).index(method))
             t0 = time.time()
-            model = build_model(task=task_name, schedule=METHODS[method], insertion_head=args.insertion_head)
+            model = build_model(task=task_name, schedule=METHODS[method], insertion_head=args.insertion_head,
+                                length_conditioning=args.length_conditioning)
             train_model(model, Task(task_name), args.steps, args.batch_size, args.lr, args.aux_lr, g,
                         LossConfig(time_weight=args.time_weight), desc=f"{method}[{task_name}]")
             fname = name(method, task_name)
@@ -79,6 +80,7 @@ def main() -> None:
                          "the shipped toys); hazard: the paper's weighting")
     ap.add_argument("--insertion-head", choices=["multiplier", "survival"], default="multiplier",
                     help="θ's insertion head (build_model's insertion_head): multiplier = the paper; survival = times (1 - t^a)^b_ref")
+    ap.add_argument("--length-conditioning", action="store_true", help="build_model's length_conditioning (must match the spec's config)")
     ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")

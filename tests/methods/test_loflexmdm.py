@@ -328,3 +328,38 @@ def test_survival_insertion_head_vanishes_at_the_clean_end_for_any_weights(sched
         torch.testing.assert_close(totals["survival", eps], totals["multiplier", eps] * one_minus_t, rtol=1e-4, atol=0)
     with pytest.raises(ValueError, match="insertion_head"):
         build_model(task="checksum", schedule=schedule, insertion_head="rate")
+
+
+@pytest.mark.parametrize("schedule", ["linear", "kumaraswamy"])
+def test_length_conditioning_starts_as_the_plain_generator_and_reads_each_rows_own_length(schedule: str) -> None:
+    """`length_conditioning: true` (the card's toy departure) adds a zero-initialised embedding of the row length
+    (the tokens attention sees, `<eos>` included) to the generator's adaLN condition: at initialisation the rates
+    equal the plain generator's with the same shared weights (adaLN randomised so the condition matters); after perturbing only the embedding of length n,
+    exactly the rows of length n change, and a row's rates in a mixed-length batch equal the row alone."""
+    task = Task("brackets")
+    plain = build_model(task="brackets", schedule=schedule)
+    with torch.no_grad():  # adaLN starts at zero (the condition has no effect): give it random weights
+        g = torch.Generator().manual_seed(1)
+        for name, p in plain.generator.named_parameters():
+            if "ada" in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+    cond = build_model(task="brackets", schedule=schedule, length_conditioning=True)
+    missing, unexpected = cond.load_state_dict(plain.state_dict(), strict=False)
+    assert missing == ["generator.length_embed.weight"] and unexpected == []
+    texts = ["()", "([])", "(())[]", "()()()()", "[()]", "()[]()[]()"]
+    z1, _, valid = task.encode_latents(texts, cond.zoo_tokenizer)
+    t = torch.linspace(0.2, 0.9, len(texts))
+    with torch.no_grad():
+        before = cond.generator_rates(z1, valid, t)
+        torch.testing.assert_close(before, plain.generator_rates(z1, valid, t))
+        n = len("(())[]") + 1  # the <eos> is part of the row
+        cond.generator.length_embed.weight[n] = torch.randn(cond.generator.length_embed.weight.shape[1], generator=torch.Generator().manual_seed(0))
+        after = cond.generator_rates(z1, valid, t)
+        row_len = valid.sum(1)
+        changed = (after[1] - before[1]).abs().sum(1) > 1e-6
+        assert changed.tolist() == (row_len == n).tolist()
+        for i in range(len(texts)):
+            alone = cond.generator_rates(z1[i:i + 1], valid[i:i + 1], t[i:i + 1])
+            torch.testing.assert_close(alone[1], after[1][i:i + 1])
+    with pytest.raises(ValueError, match="length_conditioning"):
+        build_model(task="bracket-safe", schedule=schedule, vocab_size=16, length_conditioning=True)

@@ -77,7 +77,7 @@ class DDiT(nn.Module):
     condition when ``time_conditioning`` is False), a vocabulary head (optional) and a 2-output rate head."""
 
     def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int, d_ff: int, d_cond: int,
-                 vocab_head: bool = True, time_conditioning: bool = True, freq_dim: int = 64) -> None:
+                 vocab_head: bool = True, time_conditioning: bool = True, freq_dim: int = 64, max_rows: int = 0) -> None:
         super().__init__()
         self.freq_dim, self.time_conditioning = freq_dim, time_conditioning
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -85,6 +85,10 @@ class DDiT(nn.Module):
             self.t_mlp = nn.Sequential(nn.Linear(freq_dim, d_cond), nn.SiLU(), nn.Linear(d_cond, d_cond))
         else:
             self.cond = nn.Parameter(torch.zeros(d_cond))
+        # max_rows > 0: a zero-initialised embedding of the row length (tokens the attention sees) added to the condition
+        self.length_embed = nn.Embedding(max_rows + 1, d_cond) if max_rows > 0 else None
+        if self.length_embed is not None:
+            nn.init.zeros_(self.length_embed.weight)
         self.blocks = nn.ModuleList(DDiTBlock(d_model, n_heads, d_ff, d_cond) for _ in range(n_layers))
         self.final_norm = ScaledNorm(d_model)
         self.final_ada = nn.Linear(d_cond, 2 * d_model)
@@ -107,6 +111,8 @@ class DDiT(nn.Module):
         """``(logits [B, L, V] or None, raw rate scalars [B, L, 2])``."""
         b, n = tokens.shape
         c = self.condition(t, b)
+        if self.length_embed is not None:
+            c = c + self.length_embed(key_mask.sum(1).clamp(max=self.length_embed.num_embeddings - 1))
         pos = torch.arange(n, device=tokens.device, dtype=torch.float32)
         ang = pos[:, None] * self.inv_freq[None]
         cos, sin = torch.cos(ang)[None, None], torch.sin(ang)[None, None]
@@ -140,14 +146,14 @@ class LoFlexMDMModel(nn.Module):
 
     def __init__(self, vocab_size: int, special_ids: tuple[int, ...], schedule: str, a: float, fix_b_um: float | None,
                  gen: dict, aux: dict | None, min_rate_phi: float = 1.01, max_rate: float = 100.0, scalar_fn: str = "softplus",
-                 insertion_head: str = "multiplier") -> None:
+                 insertion_head: str = "multiplier", max_rows: int = 0) -> None:
         super().__init__()
         if insertion_head not in ("multiplier", "survival"):
             raise ValueError(f"insertion_head must be 'multiplier' or 'survival', got {insertion_head!r}")
         self.schedule, self.a, self.fix_b_um, self.scalar_fn = schedule, float(a), fix_b_um, scalar_fn
         self.insertion_head = insertion_head
         self.min_rate_phi, self.max_rate = min_rate_phi, max_rate
-        self.generator = DDiT(vocab_size, **gen)
+        self.generator = DDiT(vocab_size, max_rows=max_rows, **gen)
         _init_rate_bias(self.generator.rate_head, 1.0, 0.0, max_rate)
         self.aux = DDiT(vocab_size, vocab_head=False, time_conditioning=False, **aux) if aux is not None else None
         if self.aux is not None:
@@ -234,12 +240,14 @@ class ModelConfig(FactoryParams):
     insertion_head: Literal["multiplier", "survival"] = Field(
         "multiplier", description="multiplier: θ's b_in is the rate head's output (the paper); survival: times (1 - t^a)^b_ref, "
                                   "so the implied remaining insertions vanish at t = 1 (a departure, see LoFlexMDMModel.insertion_survival)")
+    length_conditioning: bool = Field(False, description="toy tasks only: the generator's adaLN condition also embeds the current row "
+                                                         "length (a departure for the 2-layer toy, which cannot count; see the card)")
 
 
 @factory(params=ModelConfig)
 def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float = 1.0, fix_b_um: float | None = 1.0,
                 size: str = "toy", min_rate_phi: float = 1.01, max_rate: float = 100.0, vocab_size: int | None = None,
-                scalar_fn: str = "softplus", insertion_head: str = "multiplier") -> LoFlexMDMModel:
+                scalar_fn: str = "softplus", insertion_head: str = "multiplier", length_conditioning: bool = False) -> LoFlexMDMModel:
     """A random-init LoFlexMDM (``schedule: kumaraswamy``) or FlexMDM (``linear``) model over a toy task's
     tokenizer (weights come from the spec); carries ``zoo_tokenizer`` and ``zoo_task``. ``task: bracket-safe``
     builds the paper-sized model without a tokenizer (specials assumed at ids 0-3)."""
@@ -247,6 +255,8 @@ def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float 
     if schedule == "linear":
         a, fix_b_um, aux = 1.0, 1.0, None
     if task == "bracket-safe":
+        if length_conditioning:
+            raise ValueError("length_conditioning is a toy-task option: the released bracket-safe DDiT has no length embedding")
         if vocab_size is None:
             raise ValueError("task bracket-safe needs vocab_size (the Bracket-SAFE tokenizer is not available offline)")
         tok, specials, max_length = None, (0, 1, 2, 3), 257
@@ -258,7 +268,7 @@ def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float 
         max_length = t.latent_len
     torch.manual_seed(0)
     model = LoFlexMDMModel(vocab_size, specials, schedule, a, fix_b_um, dict(gen), dict(aux) if aux else None,
-                           min_rate_phi, max_rate, scalar_fn, insertion_head).eval()
+                           min_rate_phi, max_rate, scalar_fn, insertion_head, max_length if length_conditioning else 0).eval()
     model.zoo_tokenizer = tok
     model.zoo_task = task
     model.zoo_max_length = max_length
