@@ -15,7 +15,9 @@ per-sequence loss by the hazard shape ``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a 
 is unchanged and the gradients stay bounded, but the t → 1 signal is drowned, and the first toys trained that way
 left an insertion rate that does not vanish on finished rows (docs/methods/loflexmdm.md, "Diagnosis"). φ always
 gets the paper's hazard-weighted loss (REINFORCE reward and target-hazard path; ``core.LossConfig``), and the
-gradient norm is clipped per parameter group. ``--insertion-head`` selects θ's insertion head (``build_model``'s
+gradient norm is clipped per parameter group. ``--length-conditioning`` (the default) adds the row-length embedding
+to θ's adaLN condition (``build_model``'s ``length_conditioning``; the 2-layer toy cannot count the parity of a row
+with masks, docs/methods/loflexmdm.md). ``--insertion-head`` selects θ's insertion head (``build_model``'s
 ``insertion_head``; it must match the spec's ``config``). The checksum task's check digit is a copy of the last
 free digit (``tasks.py``: the earlier sum rules stayed at chance within this budget).
 
@@ -80,7 +82,8 @@ def main() -> None:
                          "the shipped toys); hazard: the paper's weighting")
     ap.add_argument("--insertion-head", choices=["multiplier", "survival"], default="multiplier",
                     help="θ's insertion head (build_model's insertion_head): multiplier = the paper; survival = times (1 - t^a)^b_ref")
-    ap.add_argument("--length-conditioning", action="store_true", help="build_model's length_conditioning (must match the spec's config)")
+    ap.add_argument("--length-conditioning", action=argparse.BooleanOptionalAction, default=True,
+                    help="build_model's length_conditioning (must match the spec's config; the shipped toys: on)")
     ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
