@@ -1,0 +1,108 @@
+#!/usr/bin/env python
+"""Diagnostic (h) of docs/methods/dplm-evo.md: the loop share of the DPLM-Evo edit heads' probability mass on the
+bench's clean evolve starts (``family().train[::len // ROWS][:ROWS]``), next to the Bayes-optimal heads'
+(``metrics.head_indel_loop_share`` / ``metrics.bayes_indel_loop_share``; deletion in the loop iff
+``LEFT <= k < n − RIGHT``, insertion iff gap ``LEFT <= g <= n − RIGHT``).
+
+    python tools/diag_dplm_evo_heads.py                                   # the shipped toy weights
+    python tools/diag_dplm_evo_heads.py --train contextual --gamma-indel 5 --seed 0   # train one (not saved)
+    python tools/diag_dplm_evo_heads.py --train contextual --gamma-indel 20 --seed 10 --json out.json
+
+``--train`` trains ``CONFIGS[KERNEL]`` with ``gamma_del = gamma_ins = GAMMA`` (``gamma_sub`` stays 1) exactly as
+``tools/train_dplm_evo.py`` does (one thread, ``setup_deterministic(seed)``, same data and draw order), so
+``--gamma-indel 1 --seed 0`` is the shipped contextual network; the weights are saved only with ``--save``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from zoo.common.training import save_checkpoint, setup_deterministic  # noqa: E402
+from zoo.methods.dplm_evo.family import N_LATENT, family  # noqa: E402
+from zoo.methods.dplm_evo.metrics import bayes_indel_loop_share, head_indel_loop_share  # noqa: E402
+from zoo.methods.dplm_evo.model import build_toy  # noqa: E402
+from zoo.methods.dplm_evo.training import CONFIGS, train  # noqa: E402
+
+WEIGHTS = ROOT / "specs" / "weights"
+KERNELS = ("contextual", "uniform", "blosum62")
+
+
+def starts_of(rows: int) -> list:
+    """The bench's clean evolve starts (``benchmark.py``): every ``len // rows``-th training member."""
+    train_rows = family().train
+    return train_rows[:: max(1, len(train_rows) // rows)][:rows]
+
+
+def load_shipped(kernel: str):
+    from safetensors.torch import load_file
+
+    net = build_toy()
+    net.load_state_dict(load_file(str(WEIGHTS / f"dplm-evo-{kernel}.safetensors")))
+    return net.eval()
+
+
+def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = None, show_progress: bool = True):
+    """``(net, cfg, cpu_seconds, wall_seconds)``: ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins = gamma_indel``."""
+    cfg = dataclasses.replace(CONFIGS[kernel], gamma_del=gamma_indel, gamma_ins=gamma_indel)
+    if steps is not None:
+        cfg = dataclasses.replace(cfg, steps=steps)
+    data = family().train_tensor()
+    g = setup_deterministic(seed)
+    net = build_toy()
+    c0, w0 = time.process_time(), time.perf_counter()
+    train(net, data, cfg, N_LATENT, g, show_progress=show_progress)
+    return net, cfg, time.process_time() - c0, time.perf_counter() - w0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=128, help="number of evolve starts (default 128)")
+    ap.add_argument("--train", choices=KERNELS, help="train this kernel's config instead of reading shipped weights")
+    ap.add_argument("--gamma-indel", type=float, default=1.0, help="gamma_del = gamma_ins for --train (default 1)")
+    ap.add_argument("--seed", type=int, default=0, help="training seed for --train (default 0, the shipped contextual)")
+    ap.add_argument("--steps", type=int, default=None, help="training steps for --train (default: the config's)")
+    ap.add_argument("--save", help="with --train: also save the weights here (safetensors)")
+    ap.add_argument("--json", help="append the result rows to this JSON-lines file")
+    args = ap.parse_args(argv)
+    if not 1 <= args.rows <= 4096:
+        ap.error(f"--rows: expected 1..4096, got {args.rows}")
+    if not 0 <= args.gamma_indel <= 100:
+        ap.error(f"--gamma-indel: expected 0..100, got {args.gamma_indel}")
+    starts = starts_of(args.rows)
+    results = []
+    if args.train:
+        net, cfg, cpu, wall = train_one(args.train, args.gamma_indel, args.seed, args.steps)
+        if args.save:
+            save_checkpoint(net, args.save)
+        res = head_indel_loop_share(net, starts)
+        results.append({"net": args.train, "gamma_indel": args.gamma_indel, "seed": args.seed, "steps": cfg.steps,
+                        "train_cpu_s": round(cpu, 1), "train_wall_s": round(wall, 1), **res})
+    else:
+        for kernel in KERNELS:
+            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(load_shipped(kernel), starts)})
+    results.append({"net": "Bayes-optimal", **bayes_indel_loop_share(starts)})
+    print(f"loop share of the edit heads' mass on {args.rows} clean evolve starts")
+    print("| net | gamma_del = gamma_ins | seed | del | ins | mean | train CPU s (wall s) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        secs = f"{r['train_cpu_s']:.0f} ({r['train_wall_s']:.0f})" if "train_cpu_s" in r else "-"
+        print(f"| {r['net']} | {r.get('gamma_indel', '-')} | {r.get('seed', '-')} | {r['del']:.3f} | {r['ins']:.3f} | "
+              f"{r['mean']:.3f} | {secs} |")
+    if args.json:
+        with open(args.json, "a") as f:
+            for r in results:
+                f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
