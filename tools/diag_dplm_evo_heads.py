@@ -7,6 +7,7 @@ bench's clean evolve starts (``family().train[::len // ROWS][:ROWS]``), next to 
     python tools/diag_dplm_evo_heads.py                                   # the shipped toy weights
     python tools/diag_dplm_evo_heads.py --train contextual --gamma-indel 5 --seed 0   # train one (not saved)
     python tools/diag_dplm_evo_heads.py --train contextual --gamma-indel 20 --seed 10 --json out.json
+    python tools/diag_dplm_evo_heads.py --weights a.safetensors --weights b.safetensors   # any saved toy networks
 
 ``--train`` trains ``CONFIGS[KERNEL]`` with ``gamma_del = gamma_ins = GAMMA`` (``gamma_sub`` stays 1) exactly as
 ``tools/train_dplm_evo.py`` does (one thread, ``setup_deterministic(seed)``, same data and draw order), so
@@ -42,11 +43,12 @@ def starts_of(rows: int) -> list:
     return train_rows[:: max(1, len(train_rows) // rows)][:rows]
 
 
-def load_shipped(kernel: str):
+def load_weights(path: str | Path):
+    """A toy network (:func:`.model.build_toy`) with the safetensors state at ``path`` (strict)."""
     from safetensors.torch import load_file
 
     net = build_toy()
-    net.load_state_dict(load_file(str(WEIGHTS / f"dplm-evo-{kernel}.safetensors")))
+    net.load_state_dict(load_file(str(path)))
     return net.eval()
 
 
@@ -70,11 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gamma-indel", type=float, default=1.0, help="gamma_del = gamma_ins for --train (default 1)")
     ap.add_argument("--seed", type=int, default=0, help="training seed for --train (default 0, the shipped contextual)")
     ap.add_argument("--steps", type=int, default=None, help="training steps for --train (default: the config's)")
+    ap.add_argument("--weights", action="append", help="read these saved toy weights instead (repeatable)")
     ap.add_argument("--save", help="with --train: also save the weights here (safetensors)")
     ap.add_argument("--json", help="append the result rows to this JSON-lines file")
     args = ap.parse_args(argv)
     if not 1 <= args.rows <= 4096:
         ap.error(f"--rows: expected 1..4096, got {args.rows}")
+    if args.train and args.weights:
+        ap.error("--train and --weights are exclusive")
     if not 0 <= args.gamma_indel <= 100:
         ap.error(f"--gamma-indel: expected 0..100, got {args.gamma_indel}")
     starts = starts_of(args.rows)
@@ -86,9 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         res = head_indel_loop_share(net, starts)
         results.append({"net": args.train, "gamma_indel": args.gamma_indel, "seed": args.seed, "steps": cfg.steps,
                         "train_cpu_s": round(cpu, 1), "train_wall_s": round(wall, 1), **res})
+    elif args.weights:
+        for path in args.weights:
+            results.append({"net": Path(path).name, **head_indel_loop_share(load_weights(path), starts)})
     else:
         for kernel in KERNELS:
-            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(load_shipped(kernel), starts)})
+            net = load_weights(WEIGHTS / f"dplm-evo-{kernel}.safetensors")
+            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(net, starts)})
     results.append({"net": "Bayes-optimal", **bayes_indel_loop_share(starts)})
     print(f"loop share of the edit heads' mass on {args.rows} clean evolve starts")
     print("| net | gamma_del = gamma_ins | seed | del | ins | mean | train CPU s (wall s) |")
@@ -97,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         secs = f"{r['train_cpu_s']:.0f} ({r['train_wall_s']:.0f})" if "train_cpu_s" in r else "-"
         print(f"| {r['net']} | {r.get('gamma_indel', '-')} | {r.get('seed', '-')} | {r['del']:.3f} | {r['ins']:.3f} | "
               f"{r['mean']:.3f} | {secs} |")
+    for r in results:
+        if "del_loop" in r:
+            print(f"{r['net']}: mean p_del per loop / core token {r['del_loop']:.2e} / {r['del_core']:.2e}, "
+                  f"mean p_ins per loop / core gap {r['ins_loop']:.2e} / {r['ins_core']:.2e}")
     if args.json:
         with open(args.json, "a") as f:
             for r in results:

@@ -562,6 +562,10 @@ def test_head_indel_loop_share_uses_the_bayes_ceilings_loop_convention():
     loop = [len(x) - LEFT - RIGHT for x in starts]
     assert r["del"] == pytest.approx(sum(loop) / sum(map(len, starts)))
     assert r["ins"] == pytest.approx(sum(n + 1 for n in loop) / sum(len(x) + 1 for x in starts))
+    assert all(r[k] == pytest.approx(0.3) for k in ("del_loop", "del_core", "ins_loop", "ins_core"))
+    r = head_indel_loop_share(_ScriptedHeads(in_del, out_ins), starts)
+    assert (r["del_loop"], r["del_core"], r["ins_loop"]) == (pytest.approx(0.9), 0.0, 0.0)
+    assert r["ins_core"] == pytest.approx(0.9 * 2 * len(starts) / sum(LEFT + RIGHT for _ in starts))
 
     def bayes_w(x):  # independent re-derivation of the closed-form single-event posteriors (unnormalised)
         f0 = fam.fitness(x)

@@ -298,19 +298,27 @@ def loop_indel_rate_of(sampler, starts: list[str], seed: int = 0) -> dict[str, f
             "rows": len(starts), "mean_length": float(np.mean(lengths))}
 
 
-def _loop_shares(per_row) -> dict[str, float]:
+def _loop_shares(per_row, levels: bool = False) -> dict[str, float]:
     """Loop shares of summed per-position indel mass: ``per_row`` yields ``(n, del_w [n], ins_w [n + 1])`` (deletion
     mass on token ``k``, insertion mass on gap ``g`` = between tokens ``g − 1`` and ``g``). A deletion is in the loop
     iff ``LEFT <= k < n − RIGHT``, an insertion iff ``LEFT <= g <= n − RIGHT`` (the evolve metric's convention,
-    :func:`provenance_indels`). Returns ``{"del", "ins", "mean"}``."""
+    :func:`provenance_indels`). Returns ``{"del", "ins", "mean"}``; with ``levels`` also the mean mass per loop and
+    per core position (``del_loop``, ``del_core``, ``ins_loop``, ``ins_core``)."""
     dl = da = il = ia = 0.0
+    nd = nd_loop = ni = ni_loop = 0
     for n, dw, iw in per_row:
         for k in range(n):
-            da, dl = da + dw[k], dl + dw[k] * (LEFT <= k < n - RIGHT)
+            inside = LEFT <= k < n - RIGHT
+            da, dl, nd, nd_loop = da + dw[k], dl + dw[k] * inside, nd + 1, nd_loop + inside
         for g in range(n + 1):
-            ia, il = ia + iw[g], il + iw[g] * (LEFT <= g <= n - RIGHT)
-    out = {"del": dl / da if da else float("nan"), "ins": il / ia if ia else float("nan")}
+            inside = LEFT <= g <= n - RIGHT
+            ia, il, ni, ni_loop = ia + iw[g], il + iw[g] * inside, ni + 1, ni_loop + inside
+    nan = float("nan")
+    out = {"del": dl / da if da else nan, "ins": il / ia if ia else nan}
     out["mean"] = 0.5 * (out["del"] + out["ins"])
+    if levels:
+        out.update(del_loop=dl / nd_loop if nd_loop else nan, del_core=(da - dl) / (nd - nd_loop) if nd > nd_loop else nan,
+                   ins_loop=il / ni_loop if ni_loop else nan, ins_core=(ia - il) / (ni - ni_loop) if ni > ni_loop else nan)
     return out
 
 
@@ -342,7 +350,8 @@ def head_indel_loop_share(net, starts: list) -> dict[str, float]:
     :func:`bayes_indel_loop_share` on the same rows and with the same loop convention: ``p_del(k)`` (sigmoid of the
     deletion head at token ``k``) and ``p_ins(g)`` (sigmoid of the right-insertion head read at gap ``g``,
     :class:`.model.DPLMEvoNet`), summed over ``starts`` (index lists); returns the loop shares ``{"del", "ins",
-    "mean"}``. A head that learned only the base rate of the uniform forward kernel scores about the loop's share
+    "mean"}`` and the heads' mean probability per loop / core position (``del_loop``, ``del_core``, ``ins_loop``,
+    ``ins_core``). A head that learned only the base rate of the uniform forward kernel scores about the loop's share
     of positions (0.31 of gaps, 0.25 of residues); the Bayes-optimal heads score 0.97 / 0.96 on the bench's 128
     evolve starts. Diagnostic (h) of docs/methods/dplm-evo.md; ``tools/diag_dplm_evo_heads.py`` prints it."""
     from .editing import _heads
@@ -353,7 +362,7 @@ def head_indel_loop_share(net, starts: list) -> dict[str, float]:
             _, p_del, p_ins = _heads(net, x)
             yield len(x), p_del.tolist(), p_ins.tolist()
 
-    return _loop_shares(rows())
+    return _loop_shares(rows(), levels=True)
 
 
 def indel_label_loop_share(rows: int = 2048, seed: int = 0) -> dict[str, float]:
