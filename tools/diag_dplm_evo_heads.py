@@ -52,9 +52,11 @@ def load_weights(path: str | Path):
     return net.eval()
 
 
-def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = None, show_progress: bool = True):
-    """``(net, cfg, cpu_seconds, wall_seconds)``: ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins = gamma_indel``."""
-    cfg = dataclasses.replace(CONFIGS[kernel], gamma_del=gamma_indel, gamma_ins=gamma_indel)
+def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = None, show_progress: bool = True,
+              t_proposal: str = "uniform"):
+    """``(net, cfg, cpu_seconds, wall_seconds)``: ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins = gamma_indel``
+    (and ``t_proposal``, :func:`zoo.methods.dplm_evo.training.sample_t`)."""
+    cfg = dataclasses.replace(CONFIGS[kernel], gamma_del=gamma_indel, gamma_ins=gamma_indel, t_proposal=t_proposal)
     if steps is not None:
         cfg = dataclasses.replace(cfg, steps=steps)
     data = family().train_tensor()
@@ -71,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train", choices=KERNELS, help="train this kernel's config instead of reading shipped weights")
     ap.add_argument("--gamma-indel", type=float, default=1.0, help="gamma_del = gamma_ins for --train (default 1)")
     ap.add_argument("--seed", type=int, default=0, help="training seed for --train (default 0, the shipped contextual)")
+    ap.add_argument("--t-proposal", choices=("uniform", "square"), default="uniform",
+                    help="how --train draws t (default uniform, the shipped recipe; square: importance-weighted)")
     ap.add_argument("--steps", type=int, default=None, help="training steps for --train (default: the config's)")
     ap.add_argument("--weights", action="append", help="read these saved toy weights instead (repeatable)")
     ap.add_argument("--save", help="with --train: also save the weights here (safetensors)")
@@ -85,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     starts = starts_of(args.rows)
     results = []
     if args.train:
-        net, cfg, cpu, wall = train_one(args.train, args.gamma_indel, args.seed, args.steps)
+        net, cfg, cpu, wall = train_one(args.train, args.gamma_indel, args.seed, args.steps, t_proposal=args.t_proposal)
         if args.save:
             save_checkpoint(net, args.save)
         res = head_indel_loop_share(net, starts)
         results.append({"net": args.train, "gamma_indel": args.gamma_indel, "seed": args.seed, "steps": cfg.steps,
+                        "t_proposal": cfg.t_proposal,
                         "train_cpu_s": round(cpu, 1), "train_wall_s": round(wall, 1), **res})
     elif args.weights:
         for path in args.weights:

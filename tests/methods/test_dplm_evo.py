@@ -600,7 +600,8 @@ def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
     assert all(torch.equal(net0.state_dict()[k], init[k]) for k in heads)
     assert not torch.equal(net0.state_dict()["lm_head.dense.weight"], init["lm_head.dense.weight"])
     net5, cfg5, _, _ = tool.train_one("uniform", 5.0, seed=0, steps=2, show_progress=False)
-    assert (cfg5.gamma_del, cfg5.gamma_ins) == (5.0, 5.0)
+    assert (cfg5.gamma_del, cfg5.gamma_ins, cfg5.t_proposal) == (5.0, 5.0, "uniform")
+    assert tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, t_proposal="square")[1].t_proposal == "square"
     assert all(not torch.equal(net5.state_dict()[k], init[k]) for k in heads)
     assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if n != "masked")
     with pytest.raises(SystemExit):
