@@ -606,3 +606,45 @@ def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
     assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if n != "masked")
     with pytest.raises(SystemExit):
         tool.main(["--gamma-indel", "200"])
+
+
+def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path):
+    """``tools/diag_dplm_evo_heads.py``'s size options (``toy_size``): unset = the shipped ``build_toy`` (empty
+    config), ``--hidden`` alone also sets the feed-forward to ``2 × hidden`` (the shipped ratio), every option
+    reaches the trained ``EsmConfig`` and the JSON row, ``--weights`` is read back at that size (strict load), and
+    bad sizes (out of ``ToyConfig`` bounds, ``hidden`` not divisible by ``heads``) are one-line usage errors."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
+    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.toy_size() == {}
+    assert tool.toy_size(hidden=96) == {"hidden_size": 96, "intermediate_size": 192}
+    size = tool.toy_size(hidden=24, layers=3, heads=3, intermediate=40)
+    net, cfg, _, _ = tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, size=size)
+    c = net.esm.config
+    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size) == (24, 3, 3, 40)
+    assert len(net.esm.encoder.layer) == 3 and cfg.steps == 1
+    shipped = build_toy().esm.config
+    assert (shipped.hidden_size, shipped.num_hidden_layers, shipped.num_attention_heads,
+            shipped.intermediate_size) == (64, 2, 4, 128)
+    from zoo.common.training import save_checkpoint
+
+    save_checkpoint(net, tmp_path / "w.safetensors")
+    back = tool.load_weights(tmp_path / "w.safetensors", size)
+    assert all(torch.equal(v, back.state_dict()[k]) for k, v in net.state_dict().items())
+    with pytest.raises(RuntimeError):  # the shipped size cannot read it: the size options are what load it
+        tool.load_weights(tmp_path / "w.safetensors")
+    out = tmp_path / "rows.jsonl"
+    assert tool.main(["--train", "uniform", "--hidden", "24", "--layers", "3", "--heads", "3", "--steps", "1",
+                      "--rows", "2", "--json", str(out)]) == 0
+    row = json.loads(out.read_text().splitlines()[0])
+    assert (row["steps"], row["size"]["hidden_size"], row["size"]["num_hidden_layers"],
+            row["size"]["intermediate_size"]) == (1, 24, 3, 48)
+    assert row["params"] == sum(p.numel() for p in build_toy(**tool.toy_size(24, 3, 3)).parameters())
+    for bad in (["--hidden", "4000"], ["--hidden", "100", "--heads", "3"], ["--layers", "0"], ["--steps", "0"]):
+        with pytest.raises(SystemExit):
+            tool.main(["--train", "uniform", *bad])
