@@ -523,3 +523,128 @@ def test_square_t_proposal_importance_weighted_edit_loss_has_the_uniform_expecta
     assert abs(uni.mean() - sq.mean()) < 4.5 * se, (uni.mean(), sq.mean(), se)
     se_raw = np.sqrt(uni.var(ddof=1) / len(uni) + raw.var(ddof=1) / len(raw))
     assert abs(uni.mean() - raw.mean()) > 4.5 * se_raw, (uni.mean(), raw.mean(), se_raw)
+
+
+class _ScriptedHeads:
+    """A stand-in network for ``editing._heads``: per row of length ``n``, deletion probabilities ``p_del(x) [n]`` and
+    gap-indexed insertion probabilities ``p_ins(x) [n + 1]``, returned as logits (substitution logits are zeros)."""
+
+    def __init__(self, p_del, p_ins):
+        self.p_del, self.p_ins = p_del, p_ins
+
+    def __call__(self, rows, lengths):
+        x = [int(v) for v in rows[0, : int(lengths[0])]]
+        logit = lambda p: torch.logit(torch.tensor([p], dtype=torch.float64).clamp(0, 1))  # noqa: E731
+        return torch.zeros(1, len(x), 20), logit(self.p_del(x)), logit(self.p_ins(x))
+
+
+def test_head_indel_loop_share_uses_the_bayes_ceilings_loop_convention():
+    """``metrics.head_indel_loop_share`` (diagnostic h) reads the del head per token and the ins head per gap with the
+    loop convention of ``bayes_indel_loop_share`` and the evolve metric: deletion in the loop iff
+    ``LEFT <= k < n − RIGHT``, insertion iff gap ``LEFT <= g <= n − RIGHT``. Heads with mass only there score 1,
+    heads with mass only on the adjacent core positions score 0, constant heads score the loop's share of tokens /
+    gaps, and heads proportional to the closed-form Bayes posteriors (one global scale) reproduce the Bayes shares."""
+    import math
+
+    from zoo.methods.dplm_evo.metrics import bayes_indel_loop_share, head_indel_loop_share
+
+    fam = family()
+    starts = [list(map(int, s)) for s in fam.train[:: len(fam.train) // 6][:6]]
+    in_del = lambda x: [0.9 if LEFT <= k < len(x) - RIGHT else 0.0 for k in range(len(x))]  # noqa: E731
+    in_ins = lambda x: [0.9 if LEFT <= g <= len(x) - RIGHT else 0.0 for g in range(len(x) + 1)]  # noqa: E731
+    out_del = lambda x: [0.9 if k in (LEFT - 1, len(x) - RIGHT) else 0.0 for k in range(len(x))]  # noqa: E731
+    out_ins = lambda x: [0.9 if g in (LEFT - 1, len(x) - RIGHT + 1) else 0.0 for g in range(len(x) + 1)]  # noqa: E731
+    r = head_indel_loop_share(_ScriptedHeads(in_del, in_ins), starts)
+    assert r["del"] == pytest.approx(1.0) and r["ins"] == pytest.approx(1.0) and r["mean"] == pytest.approx(1.0)
+    r = head_indel_loop_share(_ScriptedHeads(out_del, out_ins), starts)
+    assert r["del"] == pytest.approx(0.0, abs=1e-12) and r["ins"] == pytest.approx(0.0, abs=1e-12)
+    r = head_indel_loop_share(_ScriptedHeads(lambda x: [0.3] * len(x), lambda x: [0.3] * (len(x) + 1)), starts)
+    loop = [len(x) - LEFT - RIGHT for x in starts]
+    assert r["del"] == pytest.approx(sum(loop) / sum(map(len, starts)))
+    assert r["ins"] == pytest.approx(sum(n + 1 for n in loop) / sum(len(x) + 1 for x in starts))
+    assert all(r[k] == pytest.approx(0.3) for k in ("del_loop", "del_core", "ins_loop", "ins_core"))
+    r = head_indel_loop_share(_ScriptedHeads(in_del, out_ins), starts)
+    assert (r["del_loop"], r["del_core"], r["ins_loop"]) == (pytest.approx(0.9), 0.0, 0.0)
+    assert r["ins_core"] == pytest.approx(0.9 * 2 * len(starts) / sum(LEFT + RIGHT for _ in starts))
+
+    def bayes_w(x):  # independent re-derivation of the closed-form single-event posteriors (unnormalised)
+        f0 = fam.fitness(x)
+        e = lambda v: math.exp(v - f0) if math.isfinite(v) else 0.0  # noqa: E731
+        return ([e(fam.fitness(x[:k] + x[k + 1:])) / 20 for k in range(len(x))],
+                [sum(e(fam.fitness(x[:g] + [b] + x[g:])) for b in range(20)) for g in range(len(x) + 1)])
+
+    top = max(max(max(d), max(i)) for d, i in map(bayes_w, starts))
+    scripted = _ScriptedHeads(lambda x: [w / (2 * top) for w in bayes_w(x)[0]], lambda x: [w / (2 * top) for w in bayes_w(x)[1]])
+    got, want = head_indel_loop_share(scripted, starts), bayes_indel_loop_share(starts)
+    assert got["del"] == pytest.approx(want["del"], rel=1e-6) and got["ins"] == pytest.approx(want["ins"], rel=1e-6)
+
+
+def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
+    """``tools/diag_dplm_evo_heads.py``'s ``train_one`` trains ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins =
+    gamma_indel`` and ``gamma_sub`` unchanged: with ``gamma_indel = 0`` the del / ins heads get no gradient and stay
+    at their initial weights (AdamW without weight decay) while the trunk moves; with 5 they move; the shipped
+    configs keep ``γ = 1`` (masked: 0 for the edit terms)."""
+    import importlib.util
+    from pathlib import Path
+
+    from zoo.methods.dplm_evo.training import CONFIGS
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
+    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    init = build_toy().state_dict()
+    heads = ("del_head.weight", "del_head.bias", "ins_head.weight", "ins_head.bias")
+    net0, cfg0, _, _ = tool.train_one("uniform", 0.0, seed=0, steps=2, show_progress=False)
+    assert (cfg0.gamma_sub, cfg0.gamma_del, cfg0.gamma_ins, cfg0.steps) == (1.0, 0.0, 0.0, 2)
+    assert all(torch.equal(net0.state_dict()[k], init[k]) for k in heads)
+    assert not torch.equal(net0.state_dict()["lm_head.dense.weight"], init["lm_head.dense.weight"])
+    net5, cfg5, _, _ = tool.train_one("uniform", 5.0, seed=0, steps=2, show_progress=False)
+    assert (cfg5.gamma_del, cfg5.gamma_ins, cfg5.t_proposal) == (5.0, 5.0, "uniform")
+    assert tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, t_proposal="square")[1].t_proposal == "square"
+    assert all(not torch.equal(net5.state_dict()[k], init[k]) for k in heads)
+    assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if n != "masked")
+    with pytest.raises(SystemExit):
+        tool.main(["--gamma-indel", "200"])
+
+
+def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path):
+    """``tools/diag_dplm_evo_heads.py``'s size options (``toy_size``): unset = the shipped ``build_toy`` (empty
+    config), ``--hidden`` alone also sets the feed-forward to ``2 × hidden`` (the shipped ratio), every option
+    reaches the trained ``EsmConfig`` and the JSON row, ``--weights`` is read back at that size (strict load), and
+    bad sizes (out of ``ToyConfig`` bounds, ``hidden`` not divisible by ``heads``) are one-line usage errors."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
+    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.toy_size() == {}
+    assert tool.toy_size(hidden=96) == {"hidden_size": 96, "intermediate_size": 192}
+    size = tool.toy_size(hidden=24, layers=3, heads=3, intermediate=40)
+    net, cfg, _, _ = tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, size=size)
+    c = net.esm.config
+    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size) == (24, 3, 3, 40)
+    assert len(net.esm.encoder.layer) == 3 and cfg.steps == 1
+    shipped = build_toy().esm.config
+    assert (shipped.hidden_size, shipped.num_hidden_layers, shipped.num_attention_heads,
+            shipped.intermediate_size) == (64, 2, 4, 128)
+    from zoo.common.training import save_checkpoint
+
+    save_checkpoint(net, tmp_path / "w.safetensors")
+    back = tool.load_weights(tmp_path / "w.safetensors", size)
+    assert all(torch.equal(v, back.state_dict()[k]) for k, v in net.state_dict().items())
+    with pytest.raises(RuntimeError):  # the shipped size cannot read it: the size options are what load it
+        tool.load_weights(tmp_path / "w.safetensors")
+    out = tmp_path / "rows.jsonl"
+    assert tool.main(["--train", "uniform", "--hidden", "24", "--layers", "3", "--heads", "3", "--steps", "1",
+                      "--rows", "2", "--json", str(out)]) == 0
+    row = json.loads(out.read_text().splitlines()[0])
+    assert (row["steps"], row["size"]["hidden_size"], row["size"]["num_hidden_layers"],
+            row["size"]["intermediate_size"]) == (1, 24, 3, 48)
+    assert row["params"] == sum(p.numel() for p in build_toy(**tool.toy_size(24, 3, 3)).parameters())
+    for bad in (["--hidden", "4000"], ["--hidden", "100", "--heads", "3"], ["--layers", "0"], ["--steps", "0"]):
+        with pytest.raises(SystemExit):
+            tool.main(["--train", "uniform", *bad])
