@@ -334,8 +334,9 @@ def test_survival_insertion_head_vanishes_at_the_clean_end_for_any_weights(sched
 def test_length_conditioning_starts_as_the_plain_generator_and_reads_each_rows_own_length(schedule: str) -> None:
     """`length_conditioning: true` (the card's toy departure) adds a zero-initialised embedding of the row length
     (the tokens attention sees, `<eos>` included) to the generator's adaLN condition: at initialisation the rates
-    equal the plain generator's with the same shared weights (adaLN randomised so the condition matters); after perturbing only the embedding of length n,
-    exactly the rows of length n change, and a row's rates in a mixed-length batch equal the row alone."""
+    equal the plain generator's with the same shared weights (adaLN randomised so the condition matters); after
+    perturbing only the embedding of length n, exactly the rows of length n change, and a row's rates in a
+    mixed-length batch equal the row alone."""
     task = Task("brackets")
     plain = build_model(task="brackets", schedule=schedule)
     with torch.no_grad():  # adaLN starts at zero (the condition has no effect): give it random weights

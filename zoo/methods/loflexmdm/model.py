@@ -74,10 +74,12 @@ class DDiTBlock(nn.Module):
 
 class DDiT(nn.Module):
     """Bidirectional DDiT: token embedding, rotary attention, adaLN time conditioning (or a learned constant
-    condition when ``time_conditioning`` is False), a vocabulary head (optional) and a 2-output rate head."""
+    condition when ``time_conditioning`` is False), a vocabulary head (optional) and a 2-output rate head.
+    ``max_row_length > 0`` adds a learned embedding of each row's length (its attended tokens) to the condition: a
+    toy departure (``build_model(length_conditioning=True)``; docs/methods/loflexmdm.md, "Departures")."""
 
     def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int, d_ff: int, d_cond: int,
-                 vocab_head: bool = True, time_conditioning: bool = True, freq_dim: int = 64, max_rows: int = 0) -> None:
+                 vocab_head: bool = True, time_conditioning: bool = True, freq_dim: int = 64, max_row_length: int = 0) -> None:
         super().__init__()
         self.freq_dim, self.time_conditioning = freq_dim, time_conditioning
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -85,8 +87,8 @@ class DDiT(nn.Module):
             self.t_mlp = nn.Sequential(nn.Linear(freq_dim, d_cond), nn.SiLU(), nn.Linear(d_cond, d_cond))
         else:
             self.cond = nn.Parameter(torch.zeros(d_cond))
-        # max_rows > 0: a zero-initialised embedding of the row length (tokens the attention sees) added to the condition
-        self.length_embed = nn.Embedding(max_rows + 1, d_cond) if max_rows > 0 else None
+        # zero-initialised, so training starts from the plain DDiT
+        self.length_embed = nn.Embedding(max_row_length + 1, d_cond) if max_row_length > 0 else None
         if self.length_embed is not None:
             nn.init.zeros_(self.length_embed.weight)
         self.blocks = nn.ModuleList(DDiTBlock(d_model, n_heads, d_ff, d_cond) for _ in range(n_layers))
@@ -146,14 +148,14 @@ class LoFlexMDMModel(nn.Module):
 
     def __init__(self, vocab_size: int, special_ids: tuple[int, ...], schedule: str, a: float, fix_b_um: float | None,
                  gen: dict, aux: dict | None, min_rate_phi: float = 1.01, max_rate: float = 100.0, scalar_fn: str = "softplus",
-                 insertion_head: str = "multiplier", max_rows: int = 0) -> None:
+                 insertion_head: str = "multiplier", max_row_length: int = 0) -> None:
         super().__init__()
         if insertion_head not in ("multiplier", "survival"):
             raise ValueError(f"insertion_head must be 'multiplier' or 'survival', got {insertion_head!r}")
         self.schedule, self.a, self.fix_b_um, self.scalar_fn = schedule, float(a), fix_b_um, scalar_fn
         self.insertion_head = insertion_head
         self.min_rate_phi, self.max_rate = min_rate_phi, max_rate
-        self.generator = DDiT(vocab_size, max_rows=max_rows, **gen)
+        self.generator = DDiT(vocab_size, max_row_length=max_row_length, **gen)
         _init_rate_bias(self.generator.rate_head, 1.0, 0.0, max_rate)
         self.aux = DDiT(vocab_size, vocab_head=False, time_conditioning=False, **aux) if aux is not None else None
         if self.aux is not None:
