@@ -9,13 +9,17 @@ bench's clean evolve starts (``family().train[::len // ROWS][:ROWS]``), next to 
     python tools/diag_dplm_evo_heads.py --train contextual --gamma-indel 20 --seed 10 --json out.json
     python tools/diag_dplm_evo_heads.py --weights a.safetensors --weights b.safetensors   # any saved toy networks
     python tools/diag_dplm_evo_heads.py --train contextual --hidden 128 --layers 4 --steps 2500   # a larger toy
+    python tools/diag_dplm_evo_heads.py --train contextual --ins-law uniform --seed 10 --evolve-seeds 4
 
 ``--train`` trains ``CONFIGS[KERNEL]`` with ``gamma_del = gamma_ins = GAMMA`` (``gamma_sub`` stays 1) exactly as
 ``tools/train_dplm_evo.py`` does (one thread, ``setup_deterministic(seed)``, same data and draw order), so
 ``--gamma-indel 1 --seed 0`` is the shipped contextual network; the weights are saved only with ``--save``.
 ``--hidden / --layers / --heads / --intermediate`` set the ``build_toy`` size (``model.ToyConfig``; unset = the
 shipped 64 / 2 / 4 / 128; ``--intermediate`` defaults to twice ``--hidden``, the shipped ratio) for ``--train`` and
-for reading ``--weights``.
+for reading ``--weights``. ``--ins-law uniform`` draws inserted residues from a uniform prior in training
+(``noise.Knobs.ins_law``). ``--evolve-seeds N`` also runs the spec's ``evolve`` sampler with each network on
+``--evolve-rows`` starts (512, the bench's) for sampler seeds ``0 .. N − 1`` and prints the loop-indel rate
+(provenance, the spec metric) per seed and pooled over the seeds' net indels.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from zoo.common.training import save_checkpoint, setup_deterministic  # noqa: E402
+from zoo.methods.dplm_evo.alphabet import AA  # noqa: E402
 from zoo.methods.dplm_evo.family import N_LATENT, family  # noqa: E402
 from zoo.methods.dplm_evo.metrics import bayes_indel_loop_share, head_indel_loop_share  # noqa: E402
 from zoo.methods.dplm_evo.model import ToyConfig, build_toy  # noqa: E402
@@ -83,11 +88,13 @@ def load_weights(path: str | Path, size: dict | None = None):
 
 
 def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = None, show_progress: bool = True,
-              t_proposal: str = "uniform", size: dict | None = None):
+              t_proposal: str = "uniform", size: dict | None = None, ins_law: str = "kernel"):
     """``(net, cfg, cpu_seconds, wall_seconds)``: ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins = gamma_indel``
-    (and ``t_proposal``, :func:`zoo.methods.dplm_evo.training.sample_t`), on ``build_toy(**size)`` (default: the
-    shipped size)."""
-    cfg = dataclasses.replace(CONFIGS[kernel], gamma_del=gamma_indel, gamma_ins=gamma_indel, t_proposal=t_proposal)
+    (and ``t_proposal``, :func:`zoo.methods.dplm_evo.training.sample_t`; ``ins_law``, ``noise.Knobs.ins_law``), on
+    ``build_toy(**size)`` (default: the shipped size)."""
+    base = CONFIGS[kernel]
+    cfg = dataclasses.replace(base, gamma_del=gamma_indel, gamma_ins=gamma_indel, t_proposal=t_proposal,
+                              knobs=dataclasses.replace(base.knobs, ins_law=ins_law))
     if steps is not None:
         cfg = dataclasses.replace(cfg, steps=steps)
     data = family().train_tensor()
@@ -96,6 +103,22 @@ def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = No
     c0, w0 = time.process_time(), time.perf_counter()
     train(net, data, cfg, N_LATENT, g, show_progress=show_progress)
     return net, cfg, time.process_time() - c0, time.perf_counter() - w0
+
+
+def evolve_rates(net, rows: int, seeds: int) -> dict:
+    """The spec's ``evolve`` sampler with ``net`` on ``rows`` starts for sampler seeds ``0 .. seeds − 1``: the
+    provenance loop-indel rate per seed and pooled (in-loop over all net indels)."""
+    import zoo
+    from zoo.methods.dplm_evo.metrics import loop_indel_rate_of
+
+    spec_evolve = zoo.load("dplm-evo", variant="toy").samplers["evolve"]
+    evolve = type(spec_evolve)(models={"net": net}, params=spec_evolve.params)
+    starts = ["".join(AA[v] for v in x) for x in starts_of(rows)]
+    per = [loop_indel_rate_of(evolve, starts, s) for s in range(seeds)]
+    inside = sum(r["rate_provenance"] * r["indels_provenance"] for r in per)
+    total = sum(r["indels_provenance"] for r in per)
+    return {"evolve_rows": rows, "evolve_rates": [r["rate_provenance"] for r in per],
+            "evolve_indels": [r["indels_provenance"] for r in per], "evolve_pooled": inside / total if total else float("nan")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weights", action="append", help="read these saved toy weights instead (repeatable)")
     ap.add_argument("--save", help="with --train: also save the weights here (safetensors)")
     ap.add_argument("--json", help="append the result rows to this JSON-lines file")
+    ap.add_argument("--ins-law", choices=("kernel", "uniform"), default="kernel",
+                    help="letter law of inserted residues for --train (default kernel, the shipped recipe)")
+    ap.add_argument("--evolve-seeds", type=int, default=0,
+                    help="also run the spec's evolve sampler for this many sampler seeds (default 0: no)")
+    ap.add_argument("--evolve-rows", type=int, default=512, help="evolve starts per sampler seed (default 512)")
     args = ap.parse_args(argv)
     if not 1 <= args.rows <= 4096:
         ap.error(f"--rows: expected 1..4096, got {args.rows}")
@@ -123,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--gamma-indel: expected 0..100, got {args.gamma_indel}")
     if args.steps is not None and not 1 <= args.steps <= 100_000:
         ap.error(f"--steps: expected 1..100000, got {args.steps}")
+    if not 0 <= args.evolve_seeds <= 64 or not 1 <= args.evolve_rows <= 4096:
+        ap.error(f"--evolve-seeds / --evolve-rows: expected 0..64 / 1..4096, got {args.evolve_seeds} / {args.evolve_rows}")
     try:
         size = toy_size(args.hidden, args.layers, args.heads, args.intermediate)
     except ValueError as exc:
@@ -131,21 +161,26 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     if args.train:
         net, cfg, cpu, wall = train_one(args.train, args.gamma_indel, args.seed, args.steps, t_proposal=args.t_proposal,
-                                      size=size)
+                                      size=size, ins_law=args.ins_law)
         if args.save:
             save_checkpoint(net, args.save)
         res = head_indel_loop_share(net, starts)
+        if args.evolve_seeds:
+            res.update(evolve_rates(net, args.evolve_rows, args.evolve_seeds))
         results.append({"net": args.train, "gamma_indel": args.gamma_indel, "seed": args.seed, "steps": cfg.steps,
-                        "t_proposal": cfg.t_proposal, "size": ToyConfig(**size).model_dump(),
+                        "t_proposal": cfg.t_proposal, "ins_law": args.ins_law, "size": ToyConfig(**size).model_dump(),
                         "params": sum(p.numel() for p in net.parameters()),
                         "train_cpu_s": round(cpu, 1), "train_wall_s": round(wall, 1), **res})
     elif args.weights:
         for path in args.weights:
-            results.append({"net": Path(path).name, **head_indel_loop_share(load_weights(path, size), starts)})
+            net = load_weights(path, size)
+            results.append({"net": Path(path).name, **head_indel_loop_share(net, starts),
+                            **(evolve_rates(net, args.evolve_rows, args.evolve_seeds) if args.evolve_seeds else {})})
     else:
         for kernel in KERNELS:
             net = load_weights(WEIGHTS / f"dplm-evo-{kernel}.safetensors")
-            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(net, starts)})
+            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(net, starts),
+                            **(evolve_rates(net, args.evolve_rows, args.evolve_seeds) if args.evolve_seeds else {})})
     results.append({"net": "Bayes-optimal", **bayes_indel_loop_share(starts)})
     print(f"loop share of the edit heads' mass on {args.rows} clean evolve starts")
     print("| net | size (hidden / layers / heads / ffn) | steps | gamma_del = gamma_ins | seed | del | ins | mean "
@@ -162,6 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         if "del_loop" in r:
             print(f"{r['net']}: mean p_del per loop / core token {r['del_loop']:.2e} / {r['del_core']:.2e}, "
                   f"mean p_ins per loop / core gap {r['ins_loop']:.2e} / {r['ins_core']:.2e}")
+    for r in results:
+        if "evolve_pooled" in r:
+            print(f"{r['net']}: evolve loop-indel rate on {r['evolve_rows']} starts, sampler seeds 0 - "
+                  f"{len(r['evolve_rates']) - 1}: " + " / ".join(f"{v:.3f} ({n:.0f})" for v, n in
+                                                               zip(r["evolve_rates"], r["evolve_indels"]))
+                  + f"; pooled {r['evolve_pooled']:.3f}")
     if args.json:
         with open(args.json, "a") as f:
             for r in results:

@@ -3,6 +3,8 @@ EsmForMaskedLM, the edit step's exact bookkeeping on a scripted network, sampler
 family landscape."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -184,6 +186,43 @@ def test_ancestral_de_novo_deletes_masks_and_changes_length():
     for cfg in (EditConfig(steps=1), EditConfig(steps=1, stochastic_edits=True)):
         final, _, _ = edit_row(Deleter(), from_text("#" * 8), cfg, torch.Generator().manual_seed(0))
         assert len(final) == 8
+
+
+class Editor(torch.nn.Module):
+    """Deletes and inserts everywhere with probability 1 (p_del = p_ins ≈ 1); substitution head certain of 'A'."""
+
+    def forward(self, rows, lengths):
+        b, w = rows.shape
+        sub = torch.full((b, w, 20), -20.0)
+        sub[..., AA.index("A")] = 20.0
+        return sub, torch.full((b, w), 50.0), torch.full((b, w + 1), 50.0)
+
+
+def test_noisy_edit_sites_edit_only_the_masks_and_their_right_gaps():
+    """``edit_sites="noisy"`` (the note's loop edits the localised noisy set ``N_t``): with heads certain of every
+    edit and ``τ_sub = 0``, ``N_t`` is the masks, so from ``AA#AA#A`` one step deletes exactly the two masks and
+    inserts a mask right of each (the merged gaps they leave), and a clean row is never edited; ``"all"`` (the
+    de novo rule) deletes residues too."""
+    for stochastic in (True, False):
+        cfg = EditConfig(steps=1, tau_del=0.5, tau_ins=0.5, temperature=0.0, stochastic_edits=stochastic, edit_sites="noisy")
+        final, traj, _ = edit_row(Editor(), from_text("AA#AA#A"), cfg, torch.Generator().manual_seed(0))
+        assert traj[0].deleted == [2, 5] and traj[0].inserted == [2, 4] and to_text(final) == "AAAAAAA"
+        final, traj, _ = edit_row(Editor(), from_text("AAAAAAA"), cfg, torch.Generator().manual_seed(0))
+        assert not traj[0].deleted and not traj[0].inserted and to_text(final) == "AAAAAAA"
+        final, traj, _ = edit_row(Editor(), from_text("AAAAAAA"), dataclasses.replace(cfg, edit_sites="all"),
+                                  torch.Generator().manual_seed(0))
+        assert len(traj[0].deleted) == 6  # every residue but min_length's one
+
+
+def test_spec_editing_samplers_edit_the_noisy_set_and_de_novo_every_site():
+    """The spec's evolve and post-edit samplers (the paper's editing loop) edit ``N_t`` only; de novo keeps the
+    ancestral reverse of the forward kernel, whose deletions leave no noisy token to insert beside."""
+    import zoo
+
+    pipe = zoo.load("dplm-evo")
+    for name in ("evolve", "post-edit", "post-edit-uniform", "post-edit-blosum62"):
+        assert pipe.samplers[name].params.edit_sites == "noisy", name
+    assert pipe.samplers["de-novo"].params.edit_sites == "all"
 
 
 class Identity(torch.nn.Module):
@@ -606,6 +645,46 @@ def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
     assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if n != "masked")
     with pytest.raises(SystemExit):
         tool.main(["--gamma-indel", "200"])
+
+
+class SaysA(torch.nn.Module):
+    """A network certain of 'A' everywhere (edit heads unused)."""
+
+    def forward(self, rows, lengths):
+        b, w = rows.shape
+        sub = torch.full((b, w, 20), -30.0)
+        sub[..., AA.index("A")] = 30.0
+        return sub, torch.zeros(b, w), torch.zeros(b, w + 1)
+
+
+def test_uniform_insertion_law_redraws_only_the_inserted_residues():
+    """``Knobs.ins_law="uniform"`` draws the letter of an inserted residue (a gap slot of ``z_0`` that becomes a
+    residue) from a uniform prior, while substitutions still come from the kernel: with a contextual network certain
+    of 'A', every kernel-drawn letter is 'A' under ``"kernel"``; under ``"uniform"`` substituted slots stay 'A' and
+    the inserted ones spread over the alphabet. The same random draws are used, so which slots are noised is
+    identical. The diag tool's ``--ins-law`` sets only this field of the trained config."""
+    import importlib.util
+    from pathlib import Path
+
+    from zoo.methods.dplm_evo.model import GAP
+    from zoo.methods.dplm_evo.noise import Knobs, noise_latent
+
+    z0 = torch.full((64, 28), GAP, dtype=torch.long)
+    z0[:, ::2] = AA.index("C")  # residues in the even slots, gaps in the odd ones
+    t = torch.ones(64)
+    knobs = Knobs(omega_del=0.0, omega_ins=1.0, rho_mask=0.0, kernel="contextual")
+    a = noise_latent(z0, t, knobs, torch.Generator().manual_seed(0), SaysA())
+    u = noise_latent(z0, t, dataclasses.replace(knobs, ins_law="uniform"), torch.Generator().manual_seed(0), SaysA())
+    assert torch.equal(a.noised, u.noised)
+    assert bool((a.zt == AA.index("A")).all()) and bool((u.zt[:, ::2] == AA.index("A")).all())
+    inserted = u.zt[:, 1::2]
+    assert len(inserted.unique()) == 20 and float((inserted == AA.index("A")).float().mean()) < 0.15
+    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
+    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    _, cfg, _, _ = tool.train_one("contextual", 1.0, seed=0, steps=1, show_progress=False, ins_law="uniform")
+    assert cfg.knobs == dataclasses.replace(tool.CONFIGS["contextual"].knobs, ins_law="uniform")
 
 
 def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path):

@@ -1,11 +1,20 @@
 """DPLM-Evo's sampling / editing loop (arXiv 2605.00182, Sec. 3 "Sampling"), one row at a time, with the edit
 trajectory recorded. Per step ``t → t − 1``:
 
+0. **localise** the noisy set ``N_t``: the masks and the residues whose own substitution probability is below
+   ``τ_sub`` (:func:`noisy_set`);
 1. **delete** the residues with ``p_del > τ_del`` (masks are never deleted; with ``stochastic_edits``, as in
    simulated evolution, each residue is deleted with probability ``p_del`` and each gap gets a mask with
    probability ``p_ins`` instead of the thresholds [recon]);
 2. **insert** a mask into every gap with ``p_ins > τ_ins`` (gap ``k + 1`` = right of token ``k``; gap 0 from
    ``<cls>``), never beyond ``max_length`` (the 2L latent);
+
+   With ``edit_sites="noisy"`` steps 1 – 2 act on ``N_t`` only, as in the note's loop ("localise the noisy index
+   set N_t; delete the sites with p_del > τ_del; insert a mask to the right of the sites with p_ins > τ_ins; fill
+   all noisy and masked sites") and its edit-step invariant "non-noisy positions are unchanged": only tokens of
+   ``N_t`` are deleted (masks included: a mask may be a noise insertion) and a mask is inserted only right of a
+   token of ``N_t``. ``"all"`` (de novo's ancestral reverse, where a forward deletion leaves no noisy token to
+   insert beside) lets every token and gap be edited;
 3. **fill**: re-run the network on the edited row; the ``⌈#masks / steps left⌉`` most confident masks are drawn from
    the substitution head (temperature ``temperature``; 0 = argmax), and every residue whose own substitution
    probability is below ``τ_sub`` (the "noisy" set) is redrawn;
@@ -32,7 +41,7 @@ import torch
 from .alphabet import AA, K
 from .model import MASK
 
-__all__ = ["EditConfig", "EditStep", "edit_row", "replay", "to_text", "from_text", "MASK_CHAR"]
+__all__ = ["EditConfig", "EditStep", "edit_row", "noisy_set", "replay", "to_text", "from_text", "MASK_CHAR"]
 
 MASK_CHAR = "#"
 
@@ -63,6 +72,7 @@ class EditConfig:
     renoise_omega_del: float = 0.0  # evolve: the re-noise also applies the forward kernel's deletions ...
     renoise_omega_ins: float = 0.0  # ... and insertions at t = renoise_fraction (uniform sites, as in training)
     residue_scoring: str = "wt-marginal"  # or "masked-marginal": the noisy set / re-noise read p(own) with the site masked
+    edit_sites: str = "all"  # or "noisy": delete only tokens of N_t, insert only right of a token of N_t (note's loop)
 
 
 @dataclass
@@ -96,6 +106,12 @@ def _masked_logp(net, row: list[int], logp: torch.Tensor) -> torch.Tensor:
     out = logp.clone()
     out[torch.tensor(res)] = torch.log_softmax(sub.double(), -1)[torch.arange(len(res)), torch.tensor(res)]
     return out
+
+
+def noisy_set(row: list[int], logp: torch.Tensor, tau_sub: float) -> list[bool]:
+    """``N_t`` of the note's editing loop, per token: a mask, or a residue whose own substitution probability
+    ``p_sub(x_k | x)_k`` is below ``tau_sub`` (the noisy set the fill redraws)."""
+    return [v == MASK or math.exp(float(logp[k, v])) < tau_sub for k, v in enumerate(row)]
 
 
 def _draw(logp: torch.Tensor, temperature: float, g: torch.Generator) -> int:
@@ -152,23 +168,34 @@ def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[
         step = EditStep()
         logp, p_del, p_ins = _heads(net, row)
         forwards += 1
-        # 1. deletions (residues only, keeping at least min_length tokens)
+        # 0. the sites steps 1 - 2 may edit: N_t, or every token (masks only with ancestral edits)
+        if cfg.edit_sites == "noisy":
+            if cfg.residue_scoring == "masked-marginal" and cfg.tau_sub > 0:
+                editable = noisy_set(row, _masked_logp(net, row, logp), cfg.tau_sub)
+                forwards += sum(1 for v in row if v != MASK)
+            else:
+                editable = noisy_set(row, logp, cfg.tau_sub)
+        else:
+            editable = [(cfg.stochastic_edits and cfg.ancestral) or v != MASK for v in row]
+        # 1. deletions (keeping at least min_length tokens)
         scale = _ancestral_scale(s, cfg.steps) if cfg.ancestral else 1.0
         if cfg.stochastic_edits:
             u = torch.rand(len(row), generator=g, dtype=torch.float64)
-            cand = [k for k in range(len(row)) if (cfg.ancestral or row[k] != MASK) and float(u[k]) < scale * float(p_del[k])]
+            cand = [k for k in range(len(row)) if editable[k] and float(u[k]) < scale * float(p_del[k])]
         else:
-            cand = [k for k in range(len(row)) if row[k] != MASK and float(p_del[k]) > cfg.tau_del]
+            cand = [k for k in range(len(row)) if editable[k] and float(p_del[k]) > cfg.tau_del]
         cand = sorted(cand, key=lambda k: -float(p_del[k]))[: max(0, len(row) - cfg.min_length)]
         step.deleted = sorted(cand)
         kept = [k for k in range(len(row)) if k not in set(cand)]
         # gap g of the row after deletion = gap k_g of the old row where k_g is the g-th kept token (gap before it);
-        # the trailing gap maps to the old trailing gap. Merged gaps take the largest insertion probability.
+        # the trailing gap maps to the old trailing gap. Merged gaps take the largest insertion probability of the
+        # old gaps they merge that may be edited (old gap j is right of old token j - 1; gap 0 is no token's).
+        insertable = [cfg.edit_sites != "noisy" or (j > 0 and editable[j - 1]) for j in range(len(row) + 1)]
         bounds = kept + [len(row)]
         ins_p = []
         prev = -1
         for b in bounds:
-            ins_p.append(max(float(p_ins[j]) for j in range(prev + 1, b + 1)))
+            ins_p.append(max(float(p_ins[j]) if insertable[j] else 0.0 for j in range(prev + 1, b + 1)))
             prev = b
         room = cfg.max_length - len(kept)
         if cfg.stochastic_edits:
@@ -194,7 +221,7 @@ def edit_row(net, row: list[int], cfg: EditConfig, g: torch.Generator) -> tuple[
         n_fill = len(masks) if left <= 1 else math.ceil(len(masks) / left)
         conf = {k: float(logp[k].max()) for k in masks}
         fill = sorted(sorted(masks, key=lambda k: -conf[k])[:n_fill])
-        noisy = [k for k in range(len(row)) if row[k] != MASK and math.exp(float(logp[k, row[k]])) < cfg.tau_sub]
+        noisy = [k for k, v in enumerate(noisy_set(row, logp, cfg.tau_sub)) if v and row[k] != MASK]
         for k in sorted(fill + noisy):
             new_tok = _draw(logp[k], cfg.temperature, g)
             if new_tok != row[k]:

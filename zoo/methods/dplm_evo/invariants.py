@@ -230,6 +230,53 @@ def edit_trajectories_replay(seed, mode):
             pass
 
 
+def edits_outside_noisy_set(before: list[int], step, noisy: list[bool]) -> list[str]:
+    """The recorded deletions and insertions of one step that touch no site of ``N_t`` (``noisy``, per token of
+    ``before``): a deleted token outside ``N_t``, or an inserted mask whose left neighbour in ``before`` (the
+    nearest token left of it, deleted ones included, since a deletion merges gaps) is outside ``N_t``."""
+    bad = [f"deleted token {k}" for k in step.deleted if not noisy[k]]
+    kept = [k for k in range(len(before)) if k not in set(step.deleted)]
+    bounds = [-1] + kept + [len(before)]
+    for gi in step.inserted:  # gap gi of the row after deletion merges old gaps bounds[gi] + 1 .. bounds[gi + 1]
+        lefts = range(bounds[gi], bounds[gi + 1])  # old tokens whose right gap was merged into gap gi
+        if not any(j >= 0 and noisy[j] for j in lefts):
+            bad.append(f"inserted gap {gi}")
+    return bad
+
+
+@invariant("edits-stay-in-the-noisy-set")
+@settings(deadline=None, max_examples=12)
+@given(seeds, st.booleans())
+def edits_stay_in_the_noisy_set(seed, stochastic):
+    """With ``edit_sites="noisy"`` (the note's loop: localise ``N_t``, then delete / insert at its sites; note
+    Sec. 7: "non-noisy positions are unchanged") every deletion removes a token of ``N_t`` (a mask, or a residue
+    with own ``p_sub < τ_sub``) and every inserted mask lies right of a token of ``N_t``, with Bernoulli or threshold
+    edits, on a random network whose heads fire often. ``N_t`` is recomputed from the row before each step
+    (:func:`.editing.noisy_set`). Negative control: ``edit_sites="all"`` with zero thresholds on the same row edits
+    outside ``N_t``."""
+    from .editing import _heads, noisy_set
+
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, K, (12,), generator=g).tolist()
+    for k in torch.randperm(12, generator=g)[:3].tolist():
+        start[k] = MASK
+    cfg = EditConfig(steps=4, tau_del=0.3, tau_ins=0.3, tau_sub=0.03, renoise_fraction=0.2, max_length=N,
+                     stochastic_edits=stochastic, edit_sites="noisy")
+    _, traj, _ = edit_row(_net(), list(start), cfg, g)
+    row, edits = to_text(start), 0
+    for stp in traj:
+        before = from_text(row)
+        noisy = noisy_set(before, _heads(_net(), before)[0], cfg.tau_sub)
+        assert not edits_outside_noisy_set(before, stp, noisy), (row, stp)
+        edits += len(stp.deleted) + len(stp.inserted)
+        row = replay(row, [stp])
+    assert edits > 0  # the heads of a random network fire often (p_del, p_ins ~ 0.1 - 0.7)
+    wrong = dataclasses.replace(cfg, edit_sites="all", tau_del=0.0, tau_ins=0.0, stochastic_edits=False, steps=1)
+    _, traj, _ = edit_row(_net(), list(start), wrong, torch.Generator().manual_seed(seed))
+    noisy = noisy_set(start, _heads(_net(), start)[0], cfg.tau_sub)
+    assert edits_outside_noisy_set(start, traj[0], noisy)
+
+
 @invariant("scoring-antisymmetry-zero-on-wt")
 @settings(deadline=None, max_examples=20)
 @given(seeds)

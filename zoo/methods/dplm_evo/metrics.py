@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from registry.contract import metric_check
 from zoo.common import rows
@@ -265,6 +266,20 @@ def independent_rows(sampler, starts: list[str], seed: int = 0):
     correlated; a population statistic over them has the effective size of a few draws (measured: one call over
     512 starts gave loop-indel rates 0.94 / 0.68 / 0.50 / 0.62 for seeds 0 – 3)."""
     return rows.independent_rows(lambda s, row_seed: sampler(sequences=[s], seed=row_seed), starts, seed)
+
+
+class ConstantEditHeads(torch.nn.Module):
+    """``net`` with its deletion and insertion heads replaced by one constant probability ``p`` (substitution head
+    unchanged): the control that tells where the editing loop lets edits happen (the noisy set) from where the
+    trained heads put them."""
+
+    def __init__(self, net: torch.nn.Module, p: float):
+        super().__init__()
+        self.net, self.logit = net, math.log(p / (1.0 - p))
+
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor):
+        sub, dl, il = self.net(tokens, lengths)
+        return sub, torch.full_like(dl, self.logit), torch.full_like(il, self.logit)
 
 
 def loop_indel_rate_of(sampler, starts: list[str], seed: int = 0) -> dict[str, float]:

@@ -50,12 +50,16 @@ Kernel = Literal["contextual", "uniform", "blosum62"]
 
 @dataclass(frozen=True)
 class Knobs:
-    """``(ω_del, ω_ins, ρ_mask)`` and the substitution kernel."""
+    """``(ω_del, ω_ins, ρ_mask)``, the substitution kernel, and the letter law of an inserted residue: ``"kernel"``
+    (the kernel's own: uniform for the matrix kernels, the network's prediction at the inserted site for the
+    contextual one) or ``"uniform"`` (a uniform prior for every kernel; the note allows either, "drawn from T_sub
+    or a prior")."""
 
     omega_del: float = 0.1
     omega_ins: float = 0.02
     rho_mask: float = 0.5
     kernel: Kernel = "contextual"
+    ins_law: Literal["kernel", "uniform"] = "kernel"
 
     @property
     def degenerate(self) -> bool:
@@ -128,6 +132,8 @@ def noise_latent(z0: torch.Tensor, t: torch.Tensor, knobs: Knobs, generator: tor
     zt[to_mask | draw] = MASK
     if bool(draw.any()):
         law = sub_law(knobs.kernel, z0, net, zt)
+        if knobs.ins_law == "uniform":
+            law = torch.where((z0 == GAP)[..., None], torch.full_like(law, 1.0 / K), law)
         cdf = law.cumsum(-1)
         pick = (cdf < u[3][..., None] * cdf[..., -1:]).sum(-1).clamp_max(K - 1)
         zt = torch.where(draw, pick, zt)

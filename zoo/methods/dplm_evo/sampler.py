@@ -60,6 +60,9 @@ class EditSampler(Procedure):
                                          "masks with probability renoise_fraction * omega_ins (the forward kernel's insertions)")
         residue_scoring: Literal["wt-marginal", "masked-marginal"] = Field(
             "wt-marginal", description="how the noisy set reads a residue's own probability (masked-marginal: masked baseline)")
+        edit_sites: Literal["all", "noisy"] = Field(
+            "all", description="noisy: delete only tokens of the noisy set N_t (masks, residues with own p_sub < tau_sub) and "
+            "insert only right of them, as in the paper's loop ('non-noisy positions are unchanged'); all: any token or gap")
         net_role: str = Field("net", min_length=1)
 
     class Cli(CliInputs):
@@ -73,7 +76,7 @@ class EditSampler(Procedure):
         p = self.params
         return EditConfig(p.steps, p.tau_del, p.tau_ins, p.tau_sub, p.renoise_fraction, p.temperature, p.max_length,
                           stochastic_edits=p.stochastic_edits, ancestral=p.ancestral, renoise_omega_del=p.renoise_omega_del,
-                          renoise_omega_ins=p.renoise_omega_ins, residue_scoring=p.residue_scoring)
+                          renoise_omega_ins=p.renoise_omega_ins, residue_scoring=p.residue_scoring, edit_sites=p.edit_sites)
 
     def _starts(self, sequences: Any, lengths: Any) -> list[str]:
         if self.params.mode == "de-novo":
