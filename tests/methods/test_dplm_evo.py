@@ -479,6 +479,23 @@ def test_edit_loss_elbo_weighting_scales_every_term_by_one_over_t_and_is_the_tra
     assert CONFIGS["masked"].weighting == "none"  # DPLM's public default (constant)
 
 
+def test_length_tv_noise_floor_is_the_sampling_noise_of_an_exact_sampler():
+    """``metrics.length_tv_noise_floor(n)``: the TV that ``n`` draws from the family's own length law score against
+    it. It must shrink like ``1 / sqrt(n)`` (TV of an empirical law: ``Σ_k E|p̂_k − p_k| / 2`` with
+    ``E|p̂ − p| ≈ sqrt(2 p (1 − p) / (π n))``) and match that normal approximation on this family's five lengths."""
+    from collections import Counter
+
+    from zoo.methods.dplm_evo.metrics import length_tv_noise_floor
+
+    counts = Counter(len(s) for s in family().train)
+    law = np.array(list(counts.values())) / sum(counts.values())
+    for n in (64, 512):
+        approx = float(np.sum(np.sqrt(2 * law * (1 - law) / (np.pi * n)))) / 2
+        assert abs(length_tv_noise_floor(n) - approx) < 0.15 * approx
+    assert length_tv_noise_floor(64) == length_tv_noise_floor(64)  # seeded
+    assert 2.4 < length_tv_noise_floor(64) / length_tv_noise_floor(512) < 3.3  # sqrt(8) = 2.83
+
+
 def test_spec_de_novo_sampler_varies_length_around_the_family():
     """The shipped de novo sampler (ancestral edits from m^11) produces variable lengths inside the family's
     10..14 range for most samples (the first version, thresholds 0.5 from m^12, returned length 12 every time)."""
@@ -618,20 +635,26 @@ def test_head_indel_loop_share_uses_the_bayes_ceilings_loop_convention():
     assert got["del"] == pytest.approx(want["del"], rel=1e-6) and got["ins"] == pytest.approx(want["ins"], rel=1e-6)
 
 
-def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
-    """``tools/diag_dplm_evo_heads.py``'s ``train_one`` trains ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins =
-    gamma_indel`` and ``gamma_sub`` unchanged: with ``gamma_indel = 0`` the del / ins heads get no gradient and stay
-    at their initial weights (AdamW without weight decay) while the trunk moves; with 5 they move; the shipped
-    configs keep ``γ = 1`` (masked: 0 for the edit terms)."""
+def _diag_heads_tool():
+    """``tools/diag_dplm_evo_heads.py`` imported as a module (tools are scripts, not a package)."""
     import importlib.util
     from pathlib import Path
-
-    from zoo.methods.dplm_evo.training import CONFIGS
 
     path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
     spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
+    return tool
+
+
+def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
+    """``tools/diag_dplm_evo_heads.py``'s ``train_one`` trains ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins =
+    gamma_indel`` and ``gamma_sub`` unchanged: with ``gamma_indel = 0`` the del / ins heads get no gradient and stay
+    at their initial weights (AdamW without weight decay) while the trunk moves; with 5 they move; the shipped
+    configs keep ``γ = 1`` (masked: 0 for the edit terms)."""
+    from zoo.methods.dplm_evo.training import CONFIGS
+
+    tool = _diag_heads_tool()
     init = build_toy().state_dict()
     heads = ("del_head.weight", "del_head.bias", "ins_head.weight", "ins_head.bias")
     net0, cfg0, _, _ = tool.train_one("uniform", 0.0, seed=0, steps=2, show_progress=False)
@@ -663,9 +686,6 @@ def test_uniform_insertion_law_redraws_only_the_inserted_residues():
     of 'A', every kernel-drawn letter is 'A' under ``"kernel"``; under ``"uniform"`` substituted slots stay 'A' and
     the inserted ones spread over the alphabet. The same random draws are used, so which slots are noised is
     identical. The diag tool's ``--ins-law`` sets only this field of the trained config."""
-    import importlib.util
-    from pathlib import Path
-
     from zoo.methods.dplm_evo.model import GAP
     from zoo.methods.dplm_evo.noise import Knobs, noise_latent
 
@@ -679,10 +699,7 @@ def test_uniform_insertion_law_redraws_only_the_inserted_residues():
     assert bool((a.zt == AA.index("A")).all()) and bool((u.zt[:, ::2] == AA.index("A")).all())
     inserted = u.zt[:, 1::2]
     assert len(inserted.unique()) == 20 and float((inserted == AA.index("A")).float().mean()) < 0.15
-    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
-    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _diag_heads_tool()
     _, cfg, _, _ = tool.train_one("contextual", 1.0, seed=0, steps=1, show_progress=False, ins_law="uniform")
     assert cfg.knobs == dataclasses.replace(tool.CONFIGS["contextual"].knobs, ins_law="uniform")
 
@@ -692,14 +709,9 @@ def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path
     config), ``--hidden`` alone also sets the feed-forward to ``2 × hidden`` (the shipped ratio), every option
     reaches the trained ``EsmConfig`` and the JSON row, ``--weights`` is read back at that size (strict load), and
     bad sizes (out of ``ToyConfig`` bounds, ``hidden`` not divisible by ``heads``) are one-line usage errors."""
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
-    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _diag_heads_tool()
     assert tool.toy_size() == {}
     assert tool.toy_size(hidden=96) == {"hidden_size": 96, "intermediate_size": 192}
     size = tool.toy_size(hidden=24, layers=3, heads=3, intermediate=40)

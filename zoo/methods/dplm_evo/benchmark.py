@@ -8,8 +8,10 @@ the outputs relative to their starts, read from the recorded trajectories by res
 alignment-based counts, the uniform mean over all co-optimal alignments and one fixed traceback, which invent indels
 for a model that never changes a length, and every trajectory event, forward-noise ones included), the
 post-editing fitness gain (mean ± 95 % CI), and the de novo length distribution's total variation from the family.
-The loop-indel rate runs on its own, larger set of starts (``--loop-rows``, 512): a rate near 0.9 from ~20 indels
-has a standard error of ~0.07. Below the table: the Bayes ceiling of the loop-indel rate, the evolve ablations
+The two population statistics, the loop-indel rate and the de novo length TV, run on a larger set of rows
+(``--population-rows``, 512): a rate near 0.9 from ~20 indels has a standard error of ~0.07, and the length TV of
+64 draws is ~0.094 even for an exact sampler (:func:`.metrics.length_tv_noise_floor`, printed with the table).
+Below the table: the Bayes ceiling of the loop-indel rate, the evolve ablations
 (every token editable, the first version's rule; forward-kernel indels in the re-noise; constant edit heads inside
 the noisy set, the control that separates where the loop lets edits happen from where the heads put them), and the
 scoring diagnostics behind the Spearman margin (:func:`.metrics.scoring_diagnostics`, its paired standard error).
@@ -27,12 +29,12 @@ from pathlib import Path
 from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick
 
-QUICK = {"rows": 16, "loop_rows": 32}
+QUICK = {"rows": 16, "population_rows": 32}
 MODELS = (("DPLM-Evo (contextual kernel)", "net"), ("uniform kernel", "net_uniform"), ("BLOSUM62 kernel", "net_blosum"),
           ("dplm-masked (masked diffusion)", "net_masked"))
 
 
-def measure(pipe, role: str, rows: int, loop_rows: int, seed: int) -> dict:
+def measure(pipe, role: str, rows: int, population_rows: int, seed: int) -> dict:
     from .alphabet import AA
     from .family import family
     from .metrics import de_novo_length_tv_of, loop_indel_rate_of, post_edit_gain_of, scoring_diagnostics, spearman_of
@@ -45,7 +47,8 @@ def measure(pipe, role: str, rows: int, loop_rows: int, seed: int) -> dict:
     # the masked baseline cannot change length: it starts from its own spec's m^12 (the family's modal length)
     de_novo = pipe.samplers["de-novo"].with_params(net_role=role, **edit, **({"length": 12} if masked else {}))
     fam = family()
-    starts = ["".join(AA[v] for v in s) for s in fam.train[:: max(1, len(fam.train) // loop_rows)][:loop_rows]]
+    every = max(1, len(fam.train) // population_rows)
+    starts = ["".join(AA[v] for v in s) for s in fam.train[::every][:population_rows]]
     r = {"wt_marginal": spearman_of(pipe.models[role], "wt-marginal"),
          "masked_marginal": spearman_of(pipe.models[role], "masked-marginal"),
          "scoring_diagnostics": scoring_diagnostics(pipe.models[role]),
@@ -54,7 +57,7 @@ def measure(pipe, role: str, rows: int, loop_rows: int, seed: int) -> dict:
         r["loop_renoise_indels"] = loop_indel_rate_of(evolve.with_params(renoise_omega_del=0.1, renoise_omega_ins=0.02),
                                                       starts, seed)
         r["loop_all_sites"] = loop_indel_rate_of(evolve.with_params(edit_sites="all"), starts, seed)
-    dn = de_novo_length_tv_of(de_novo, rows, seed)
+    dn = de_novo_length_tv_of(de_novo, population_rows, seed)
     r["de_novo_length_tv"], r["de_novo_fitness"], r["de_novo_lengths"] = dn["tv"], dn["fitness"], dn["lengths"]
     return r
 
@@ -93,13 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     """``zoo bench dplm-evo [--quick]``: the table and the PNG."""
     ap = argparse.ArgumentParser(prog="zoo bench dplm-evo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=64, help="start proteins / de novo samples per measurement")
-    ap.add_argument("--loop-rows", type=int, default=512, help="simulated-evolution starts for the loop-indel rate")
+    ap.add_argument("--rows", type=int, default=64, help="post-editing starts per measurement")
+    ap.add_argument("--population-rows", type=int, default=512,
+                    help="simulated-evolution starts (loop-indel rate) and de novo samples (length TV)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--spec", default="dplm-evo", help="spec name or YAML path")
     ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
     ap.add_argument("--png", type=Path, default=Path("dplm-evo-bench.png"), help="PNG output path")
-    args = parse_with_quick(ap, argv, QUICK, "16 rows per measurement, 32 loop-indel starts")
+    args = parse_with_quick(ap, argv, QUICK, "16 post-editing rows, 32 population rows")
 
     import numpy as np
     import torch
@@ -109,12 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     t0 = time.time()
     pipe = zoo.load(args.spec, variant="toy", device="cpu")
-    res: dict = {"seed": args.seed, "rows_per_measurement": args.rows, "loop_rows": args.loop_rows, "rows": {}}
+    res: dict = {"seed": args.seed, "rows_per_measurement": args.rows, "population_rows": args.population_rows, "rows": {}}
     for name, role in MODELS:
-        res["rows"][name] = measure(pipe, role, args.rows, args.loop_rows, args.seed)
+        res["rows"][name] = measure(pipe, role, args.rows, args.population_rows, args.seed)
     res["seconds"] = time.time() - t0
     lines = [f"\nDPLM-Evo toy family ({len(__import__('zoo.methods.dplm_evo.family', fromlist=['family']).family().held_out)} "
-             f"held-out wild types; {args.rows} rows per measurement, {args.loop_rows} loop-indel starts, seed {args.seed}; "
+             f"held-out wild types; {args.rows} rows per measurement, {args.population_rows} evolve starts / de novo samples, seed {args.seed}; "
              f"one CPU thread, torch {torch.__version__})",
              "| model | Spearman wt-marginal | Spearman masked-marginal | loop-indel rate: net indels from the trajectory, "
              "residue provenance (count) | reference: net indels, mean over co-optimal alignments (expected count) | "
@@ -130,12 +134,17 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {name} | {r['wt_marginal']['mean']:.3f} | {r['masked_marginal']['mean']:.3f} | {pv_s} | {loop_s} | {tb_s} | {ev_s} | "
                      f"{r['post']['mean_gain']:+.2f} ± {r['post']['ci95']:.2f} (valid {r['post']['valid']:.2f}) | "
                      f"{r['de_novo_length_tv']:.3f} |")
+    from .metrics import length_tv_noise_floor
+
+    res["length_tv_noise_floor"] = floor = length_tv_noise_floor(args.population_rows)
+    lines.append(f"de novo length TV of an exact sampler at {args.population_rows} draws (the estimate's noise floor, "
+                 f"200 repeats): {floor:.3f}")
     from .family import family as _family
     from .alphabet import AA
     from .metrics import ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share, loop_indel_rate_of
 
     fam = _family()
-    starts = fam.train[:: max(1, len(fam.train) // args.loop_rows)][: args.loop_rows]
+    starts = fam.train[:: max(1, len(fam.train) // args.population_rows)][: args.population_rows]
     res["bayes_indel_loop_share"] = bayes_indel_loop_share(starts)
     res["indel_labels"] = lab = indel_label_loop_share()
     lines.append(f"\nTraining labels of the edit heads (forward kernel, 2048 rows): del labels in the loop's latent span "
@@ -143,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"{lab['ins_labels_in_loop']:.3f} (loop share of residues {lab['loop_share_of_residues']:.3f}): uniform noise, "
                  "no loop information")
     b = res["bayes_indel_loop_share"]
-    lines.append(f"\nBayes-optimal edit heads (exact p(x) ∝ exp f) on the same {args.loop_rows} evolve starts: loop share of the "
+    lines.append(f"\nBayes-optimal edit heads (exact p(x) ∝ exp f) on the same {args.population_rows} evolve starts: loop share of the "
                  f"indel posterior mass {b['mean']:.3f} (deletions {b['del']:.3f}, insertions {b['ins']:.3f}); the note's bar is > 0.9")
     lines.append("evolve with every token editable (edit_sites all: deletions anywhere, insertions in any gap; the first "
                  "version's rule), net loop-indel rate (provenance; co-optimal mean; fixed traceback): " + ", ".join(
