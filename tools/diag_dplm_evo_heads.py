@@ -19,7 +19,9 @@ shipped 64 / 2 / 4 / 128; ``--intermediate`` defaults to twice ``--hidden``, the
 for reading ``--weights``. ``--ins-law uniform`` draws inserted residues from a uniform prior in training
 (``noise.Knobs.ins_law``). ``--evolve-seeds N`` also runs the spec's ``evolve`` sampler with each network on
 ``--evolve-rows`` starts (512, the bench's) for sampler seeds ``0 .. N − 1`` and prints the loop-indel rate
-(provenance, the spec metric) per seed and pooled over the seeds' net indels.
+(provenance, the spec metric) per seed and pooled over the seeds' net indels; with ``--bayes-placed`` it also
+runs each network with its edit mass placed by the family's exact law (``metrics.BayesPlacedEditHeads``), the
+control of what ideal heads reach in the same sampler.
 """
 from __future__ import annotations
 
@@ -105,9 +107,9 @@ def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = No
     return net, cfg, time.process_time() - c0, time.perf_counter() - w0
 
 
-def evolve_rates(net, rows: int, seeds: int) -> dict:
+def evolve_rates(net, rows: int, seeds: int, prefix: str = "evolve") -> dict:
     """The spec's ``evolve`` sampler with ``net`` on ``rows`` starts for sampler seeds ``0 .. seeds − 1``: the
-    provenance loop-indel rate per seed and pooled (in-loop over all net indels)."""
+    provenance loop-indel rate per seed and pooled (in-loop over all net indels), keys prefixed by ``prefix``."""
     import zoo
     from zoo.methods.dplm_evo.metrics import loop_indel_rate_of
 
@@ -115,10 +117,24 @@ def evolve_rates(net, rows: int, seeds: int) -> dict:
     evolve = type(spec_evolve)(models={"net": net}, params=spec_evolve.params)
     starts = ["".join(AA[v] for v in x) for x in starts_of(rows)]
     per = [loop_indel_rate_of(evolve, starts, s) for s in range(seeds)]
-    inside = sum(r["rate_provenance"] * r["indels_provenance"] for r in per)
-    total = sum(r["indels_provenance"] for r in per)
-    return {"evolve_rows": rows, "evolve_rates": [r["rate_provenance"] for r in per],
-            "evolve_indels": [r["indels_provenance"] for r in per], "evolve_pooled": inside / total if total else float("nan")}
+    counted = [r for r in per if r["indels_provenance"]]  # a seed without net indels has no rate (nan)
+    inside = sum(r["rate_provenance"] * r["indels_provenance"] for r in counted)
+    total = sum(r["indels_provenance"] for r in counted)
+    return {f"{prefix}_rows": rows, f"{prefix}_rates": [r["rate_provenance"] for r in per],
+            f"{prefix}_indels": [r["indels_provenance"] for r in per],
+            f"{prefix}_pooled": inside / total if total else float("nan")}
+
+
+def evolve_columns(net, args) -> dict:
+    """:func:`evolve_rates` of ``net`` (and of ``net`` with Bayes-placed edit heads with ``--bayes-placed``)."""
+    if not args.evolve_seeds:
+        return {}
+    from zoo.methods.dplm_evo.metrics import BayesPlacedEditHeads
+
+    out = evolve_rates(net, args.evolve_rows, args.evolve_seeds)
+    if args.bayes_placed:
+        out.update(evolve_rates(BayesPlacedEditHeads(net), args.evolve_rows, args.evolve_seeds, "bayes_placed"))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--evolve-seeds", type=int, default=0,
                     help="also run the spec's evolve sampler for this many sampler seeds (default 0: no)")
     ap.add_argument("--evolve-rows", type=int, default=512, help="evolve starts per sampler seed (default 512)")
+    ap.add_argument("--bayes-placed", action="store_true",
+                    help="with --evolve-seeds: also place each network's edit mass by the family's exact law")
     args = ap.parse_args(argv)
     if not 1 <= args.rows <= 4096:
         ap.error(f"--rows: expected 1..4096, got {args.rows}")
@@ -165,8 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.save:
             save_checkpoint(net, args.save)
         res = head_indel_loop_share(net, starts)
-        if args.evolve_seeds:
-            res.update(evolve_rates(net, args.evolve_rows, args.evolve_seeds))
+        res.update(evolve_columns(net, args))
         results.append({"net": args.train, "gamma_indel": args.gamma_indel, "seed": args.seed, "steps": cfg.steps,
                         "t_proposal": cfg.t_proposal, "ins_law": args.ins_law, "size": ToyConfig(**size).model_dump(),
                         "params": sum(p.numel() for p in net.parameters()),
@@ -175,12 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         for path in args.weights:
             net = load_weights(path, size)
             results.append({"net": Path(path).name, **head_indel_loop_share(net, starts),
-                            **(evolve_rates(net, args.evolve_rows, args.evolve_seeds) if args.evolve_seeds else {})})
+                            **evolve_columns(net, args)})
     else:
         for kernel in KERNELS:
             net = load_weights(WEIGHTS / f"dplm-evo-{kernel}.safetensors")
-            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(net, starts),
-                            **(evolve_rates(net, args.evolve_rows, args.evolve_seeds) if args.evolve_seeds else {})})
+            results.append({"net": f"shipped {kernel}", **head_indel_loop_share(net, starts), **evolve_columns(net, args)})
     results.append({"net": "Bayes-optimal", **bayes_indel_loop_share(starts)})
     print(f"loop share of the edit heads' mass on {args.rows} clean evolve starts")
     print("| net | size (hidden / layers / heads / ffn) | steps | gamma_del = gamma_ins | seed | del | ins | mean "
@@ -198,11 +214,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['net']}: mean p_del per loop / core token {r['del_loop']:.2e} / {r['del_core']:.2e}, "
                   f"mean p_ins per loop / core gap {r['ins_loop']:.2e} / {r['ins_core']:.2e}")
     for r in results:
-        if "evolve_pooled" in r:
-            print(f"{r['net']}: evolve loop-indel rate on {r['evolve_rows']} starts, sampler seeds 0 - "
-                  f"{len(r['evolve_rates']) - 1}: " + " / ".join(f"{v:.3f} ({n:.0f})" for v, n in
-                                                               zip(r["evolve_rates"], r["evolve_indels"]))
-                  + f"; pooled {r['evolve_pooled']:.3f}")
+        for prefix, what in (("evolve", "trained heads"), ("bayes_placed", "edit mass placed by the exact law")):
+            if f"{prefix}_pooled" in r:
+                print(f"{r['net']}: evolve loop-indel rate ({what}) on {r[f'{prefix}_rows']} starts, sampler seeds 0 - "
+                      f"{len(r[f'{prefix}_rates']) - 1}: " + " / ".join(
+                          f"{v:.3f} ({n:.0f})" for v, n in zip(r[f"{prefix}_rates"], r[f"{prefix}_indels"]))
+                      + f"; pooled {r[f'{prefix}_pooled']:.3f}")
     if args.json:
         with open(args.json, "a") as f:
             for r in results:

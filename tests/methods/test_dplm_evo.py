@@ -479,6 +479,39 @@ def test_edit_loss_elbo_weighting_scales_every_term_by_one_over_t_and_is_the_tra
     assert CONFIGS["masked"].weighting == "none"  # DPLM's public default (constant)
 
 
+def test_bayes_placed_heads_keep_the_edit_mass_and_follow_the_exact_posterior():
+    """``metrics.BayesPlacedEditHeads``: per row the deletion (insertion) probabilities sum to the wrapped heads'
+    total (none clipped at 1) and are proportional to ``exp f(x without k)`` (``exp f(x with a mask at g)``, the letters summed out);
+    ``log_marginal`` of a row with a mask is the log-sum-exp of ``f`` over the letters at that site; the
+    substitution head is the wrapped network's. Negative control: the wrapped heads' own (uniform) placement
+    differs."""
+    from zoo.methods.dplm_evo.metrics import BayesPlacedEditHeads, log_marginal
+
+    fam = family()
+    x = list(fam.train[3])
+    masked = x[:6] + [MASK] + x[7:]
+    lse = float(np.logaddexp.reduce([fam.fitness(x[:6] + [b] + x[7:]) for b in range(20)]))
+    assert abs(log_marginal(fam, masked) - lse) < 1e-9 and log_marginal(fam, x) == fam.fitness(x)
+    net = build_toy()
+    with torch.no_grad():  # small edit probabilities (as trained heads have), so no placed one is clipped at 1
+        for head in (net.del_head, net.ins_head):
+            head.weight.zero_()
+            head.bias.fill_(-5.0)
+    wrapped = BayesPlacedEditHeads(net, fam)
+    for row in (x, masked):
+        tok, n = torch.tensor([row]), torch.tensor([len(row)])
+        with torch.no_grad():
+            sub0, dl0, il0 = net(tok, n)
+        sub, dl, il = wrapped(tok, n)
+        assert torch.equal(sub, sub0)
+        pd, pi = torch.sigmoid(dl[0].double()), torch.sigmoid(il[0].double())
+        assert abs(float(pd.sum() - torch.sigmoid(dl0[0].double()).sum())) < 1e-6
+        assert abs(float(pi.sum() - torch.sigmoid(il0[0].double()).sum())) < 1e-6
+        w = torch.tensor([log_marginal(fam, row[:k] + row[k + 1:]) for k in range(len(row))], dtype=torch.float64)
+        assert torch.allclose(pd / pd.sum(), torch.softmax(w, 0), atol=1e-6)
+        assert not torch.allclose(torch.sigmoid(dl0[0].double()) / torch.sigmoid(dl0[0].double()).sum(), torch.softmax(w, 0), atol=1e-3)
+
+
 def test_length_tv_noise_floor_is_the_sampling_noise_of_an_exact_sampler():
     """``metrics.length_tv_noise_floor(n)``: the TV that ``n`` draws from the family's own length law score against
     it. It must shrink like ``1 / sqrt(n)`` (TV of an empirical law: ``Σ_k E|p̂_k − p_k| / 2`` with
@@ -702,6 +735,35 @@ def test_uniform_insertion_law_redraws_only_the_inserted_residues():
     tool = _diag_heads_tool()
     _, cfg, _, _ = tool.train_one("contextual", 1.0, seed=0, steps=1, show_progress=False, ins_law="uniform")
     assert cfg.knobs == dataclasses.replace(tool.CONFIGS["contextual"].knobs, ins_law="uniform")
+
+
+def test_diag_heads_tool_evolve_columns_run_the_spec_sampler_with_trained_and_bayes_placed_heads(tmp_path):
+    """``--evolve-seeds N --bayes-placed`` adds, per shipped network, the spec's evolve loop-indel rate for sampler
+    seeds ``0 .. N − 1`` (trained heads) and the same with the edit mass placed by the exact law; each pooled rate
+    is the indel-weighted mean of the per-seed ones, and the trained-heads column equals the spec metric's
+    ``loop_indel_rate_of`` on the same starts."""
+    import json
+    import math
+
+    import zoo
+    from zoo.methods.dplm_evo.metrics import loop_indel_rate_of
+
+    tool = _diag_heads_tool()
+    out = tmp_path / "rows.jsonl"
+    assert tool.main(["--rows", "4", "--evolve-seeds", "2", "--evolve-rows", "8", "--bayes-placed", "--json", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    shipped = [r for r in rows if r["net"].startswith("shipped")]
+    assert len(shipped) == 3
+    for r in shipped:
+        for prefix in ("evolve", "bayes_placed"):
+            rates, indels = r[f"{prefix}_rates"], r[f"{prefix}_indels"]
+            assert len(rates) == 2 and r[f"{prefix}_rows"] == 8
+            pairs = [(a, n) for a, n in zip(rates, indels) if n]
+            if pairs:
+                assert math.isclose(r[f"{prefix}_pooled"], sum(a * n for a, n in pairs) / sum(n for _, n in pairs))
+    starts = ["".join(AA[v] for v in x) for x in tool.starts_of(8)]
+    ref = loop_indel_rate_of(zoo.load("dplm-evo").samplers["evolve"], starts, 1)
+    assert shipped[0]["evolve_indels"][1] == ref["indels_provenance"]
 
 
 def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path):

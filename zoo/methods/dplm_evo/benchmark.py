@@ -13,7 +13,8 @@ The two population statistics, the loop-indel rate and the de novo length TV, ru
 64 draws is ~0.094 even for an exact sampler (:func:`.metrics.length_tv_noise_floor`, printed with the table).
 Below the table: the Bayes ceiling of the loop-indel rate, the evolve ablations
 (every token editable, the first version's rule; forward-kernel indels in the re-noise; constant edit heads inside
-the noisy set, the control that separates where the loop lets edits happen from where the heads put them), and the
+the noisy set, the control that separates where the loop lets edits happen from where the heads put them; the
+trained heads' edit mass placed by the family's exact law, what ideal heads would reach in this sampler), and the
 scoring diagnostics behind the Spearman margin (:func:`.metrics.scoring_diagnostics`, its paired standard error).
 
     zoo bench dplm-evo                      # the card's numbers
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"200 repeats): {floor:.3f}")
     from .family import family as _family
     from .alphabet import AA
-    from .metrics import ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share, loop_indel_rate_of
+    from .metrics import BayesPlacedEditHeads, ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share, loop_indel_rate_of
 
     fam = _family()
     starts = fam.train[:: max(1, len(fam.train) // args.population_rows)][: args.population_rows]
@@ -166,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"control: the contextual network with constant edit heads (p_del = p_ins = 0.05) inside the noisy set, "
                  f"net loop-indel rate {c['rate_provenance']:.3f} ({c['indels_provenance']:.0f}): where the loop lets edits "
                  "happen, without the heads' choice of where")
+    bayes = type(evolve)(models={"net": BayesPlacedEditHeads(pipe.models["net"])}, params=evolve.params)
+    res["loop_bayes_placed_heads"] = b = loop_indel_rate_of(bayes, ["".join(AA[v] for v in x) for x in starts], args.seed)
+    lines.append(f"control: the contextual network's edit mass placed by the exact law (metrics.BayesPlacedEditHeads) "
+                 f"inside the noisy set, net loop-indel rate {b['rate_provenance']:.3f} ({b['indels_provenance']:.0f}): what "
+                 "ideal heads would reach in this sampler on this family")
     lines.append("evolve with the forward kernel's indels in the re-noise (renoise_omega_del 0.1, renoise_omega_ins 0.02), "
                  "net loop-indel rate (provenance; co-optimal mean; fixed traceback): " + ", ".join(
                      f"{n.split(' (')[0]} {r['loop_renoise_indels']['rate_provenance']:.3f} "

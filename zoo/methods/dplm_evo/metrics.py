@@ -24,11 +24,13 @@ from zoo.common import rows
 
 from .alphabet import AA, K
 from .family import LEFT, RIGHT, family
+from .model import MASK
 from .scoring import masked_marginal, mutant_scores, single_mutant_table, spearman, wt_marginal
 
 __all__ = ["mutation_spearman", "spearman_margin", "loop_indel_rate", "post_edit_gain", "de_novo_length_tv", "low_fitness_starts",
            "indel_events", "independent_rows", "provenance_indels", "net_indels", "net_indels_traceback", "indel_posterior", "IndelPosterior",
-           "bayes_indel_loop_share", "head_indel_loop_share", "indel_label_loop_share", "scoring_diagnostics"]
+           "bayes_indel_loop_share", "head_indel_loop_share", "indel_label_loop_share", "scoring_diagnostics",
+           "ConstantEditHeads", "BayesPlacedEditHeads", "log_marginal", "length_tv_noise_floor"]
 
 
 def _memo(pipeline: Any, key: tuple, fn):
@@ -280,6 +282,51 @@ class ConstantEditHeads(torch.nn.Module):
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor):
         sub, dl, il = self.net(tokens, lengths)
         return sub, torch.full_like(dl, self.logit), torch.full_like(il, self.logit)
+
+
+def log_marginal(fam, x: list[int]) -> float:
+    """``log Σ exp f`` over the letters of the masked sites of ``x`` (``MASK`` entries): ``f`` factorises over the
+    positions of a given length and every row of :meth:`.family.Family.site_log_probs` sums to one, so a masked
+    site contributes 0; ``-inf`` for a length outside the family's."""
+    loop = len(x) - LEFT - RIGHT
+    if loop not in fam.log_len:
+        return float("-inf")
+    rows_ = fam.site_log_probs(len(x))
+    return float(sum(rows_[i, a] for i, a in enumerate(x) if a < K) + fam.log_len[loop])
+
+
+class BayesPlacedEditHeads(torch.nn.Module):
+    """``net`` with its deletion / insertion mass *placed* by the family's exact law: per row, the trained heads'
+    total ``Σ_k p_del(k)`` (and ``Σ_g p_ins(g)``) is spread over the tokens (gaps) in proportion to the
+    single-event posterior of :func:`bayes_indel_loop_share`, with masks summed out (:func:`log_marginal`):
+    ``p_del(k) ∝ exp f(x without k)`` and ``p_ins(g) ∝ Σ_b exp f(x with b at g) = exp f(x with a mask at g)``.
+    The substitution head is ``net``'s. The control that asks where ideal heads would put the trained heads'
+    edits, with the sampler unchanged."""
+
+    def __init__(self, net: torch.nn.Module, fam=None):
+        super().__init__()
+        self.net, self.fam = net, fam or family()
+
+    @staticmethod
+    def _place(total: float, log_w: list[float]) -> torch.Tensor:
+        w = torch.tensor(log_w, dtype=torch.float64)
+        if not bool(torch.isfinite(w).any()):
+            return torch.full_like(w, -30.0)
+        p = (total * torch.softmax(w, 0)).clamp(1e-13, 1 - 1e-9)
+        return torch.log(p) - torch.log1p(-p)
+
+    @torch.no_grad()
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor):
+        sub, dl_net, il_net = self.net(tokens, lengths)
+        p_del, p_ins = torch.sigmoid(dl_net.double()), torch.sigmoid(il_net.double())
+        dl, il = torch.full_like(p_del, -30.0), torch.full_like(p_ins, -30.0)
+        for b in range(tokens.shape[0]):
+            n = int(lengths[b])
+            x = [int(v) for v in tokens[b, :n]]
+            dl[b, :n] = self._place(float(p_del[b, :n].sum()), [log_marginal(self.fam, x[:k] + x[k + 1:]) for k in range(n)])
+            il[b, : n + 1] = self._place(float(p_ins[b, : n + 1].sum()),
+                                         [log_marginal(self.fam, x[:g] + [MASK] + x[g:]) for g in range(n + 1)])
+        return sub, dl.to(sub.dtype), il.to(sub.dtype)
 
 
 def loop_indel_rate_of(sampler, starts: list[str], seed: int = 0) -> dict[str, float]:
