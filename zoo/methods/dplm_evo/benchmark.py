@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     res["length_tv_noise_floor"] = floor = length_tv_noise_floor(args.population_rows)
     lines.append(f"de novo length TV of an exact sampler at {args.population_rows} draws (the estimate's noise floor, "
                  f"200 repeats): {floor:.3f}")
-    from .family import family as _family
     from .alphabet import AA
+    from .family import family as _family
     from .metrics import BayesPlacedEditHeads, ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share, loop_indel_rate_of
 
     fam = _family()
@@ -161,16 +161,17 @@ def main(argv: list[str] | None = None) -> int:
                      f"({r['loop_all_sites']['indels_provenance']:.0f}; {r['loop_all_sites']['rate']:.3f}; "
                      f"{r['loop_all_sites']['rate_traceback']:.3f})"
                      for n, r in res["rows"].items() if "loop_all_sites" in r))
-    evolve = pipe.samplers["evolve"]
+    evolve, start_text = pipe.samplers["evolve"], ["".join(AA[v] for v in x) for x in starts]
     const = type(evolve)(models={"net": ConstantEditHeads(pipe.models["net"], 0.05)}, params=evolve.params)
-    res["loop_constant_heads"] = c = loop_indel_rate_of(const, ["".join(AA[v] for v in x) for x in starts], args.seed)
+    res["loop_constant_heads"] = c = loop_indel_rate_of(const, start_text, args.seed)
     lines.append(f"control: the contextual network with constant edit heads (p_del = p_ins = 0.05) inside the noisy set, "
                  f"net loop-indel rate {c['rate_provenance']:.3f} ({c['indels_provenance']:.0f}): where the loop lets edits "
                  "happen, without the heads' choice of where")
     bayes = type(evolve)(models={"net": BayesPlacedEditHeads(pipe.models["net"])}, params=evolve.params)
-    res["loop_bayes_placed_heads"] = b = loop_indel_rate_of(bayes, ["".join(AA[v] for v in x) for x in starts], args.seed)
+    res["loop_bayes_placed_heads"] = placed = loop_indel_rate_of(bayes, start_text, args.seed)
     lines.append(f"control: the contextual network's edit mass placed by the exact law (metrics.BayesPlacedEditHeads) "
-                 f"inside the noisy set, net loop-indel rate {b['rate_provenance']:.3f} ({b['indels_provenance']:.0f}): what "
+                 f"inside the noisy set, net loop-indel rate {placed['rate_provenance']:.3f} "
+                 f"({placed['indels_provenance']:.0f}): what "
                  "ideal heads would reach in this sampler on this family")
     lines.append("evolve with the forward kernel's indels in the re-noise (renoise_omega_del 0.1, renoise_omega_ins 0.02), "
                  "net loop-indel rate (provenance; co-optimal mean; fixed traceback): " + ", ".join(

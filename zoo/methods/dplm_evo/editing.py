@@ -3,9 +3,9 @@ trajectory recorded. Per step ``t → t − 1``:
 
 0. **localise** the noisy set ``N_t``: the masks and the residues whose own substitution probability is below
    ``τ_sub`` (:func:`noisy_set`);
-1. **delete** the residues with ``p_del > τ_del`` (masks are never deleted; with ``stochastic_edits``, as in
-   simulated evolution, each residue is deleted with probability ``p_del`` and each gap gets a mask with
-   probability ``p_ins`` instead of the thresholds [recon]);
+1. **delete** the residues with ``p_del > τ_del`` (with ``edit_sites="all"`` masks are deleted only by ancestral
+   edits; with ``stochastic_edits``, as in simulated evolution, each token is deleted with probability ``p_del``
+   and each gap gets a mask with probability ``p_ins`` instead of the thresholds [recon]);
 2. **insert** a mask into every gap with ``p_ins > τ_ins`` (gap ``k + 1`` = right of token ``k``; gap 0 from
    ``<cls>``), never beyond ``max_length`` (the 2L latent);
 
