@@ -501,7 +501,7 @@ _LOOP_COUNTS = {"co-optimal": "rate", "traceback": "rate_traceback", "fewest-ind
 
 
 @metric_check
-def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: int = 0, count: str = "provenance") -> float:
+def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 512, seed: int = 0, count: str = "provenance") -> float:
     """Fraction of the net indels (output vs start) of ``n`` simulated-evolution runs from family members that lie in
     the loop, read from the recorded trajectories (:func:`provenance_indels`). ``count`` picks an alignment-based
     reference instead: ``co-optimal`` (:func:`net_indels`), ``traceback`` (:func:`net_indels_traceback`) or
@@ -516,7 +516,7 @@ def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 32, seed: i
                  lambda: loop_indel_rate_of(pipeline.samplers[sampler], starts, seed))[_LOOP_COUNTS[count]]
 
 
-def de_novo_length_tv_of(sampler, n: int = 64, seed: int = 0) -> dict:
+def de_novo_length_tv_of(sampler, n: int = 512, seed: int = 0) -> dict:
     """Total variation between the length law of ``n`` de novo samples (one generator, ``num_samples=n``) and the
     family's, plus the mean fitness (``-inf`` floored at -100) and the length counts."""
     from collections import Counter
@@ -548,7 +548,7 @@ def length_tv_noise_floor(n: int, reps: int = 200, seed: int = 0) -> float:
 
 
 @metric_check
-def de_novo_length_tv(pipeline: Any, sampler: str = "de-novo", n: int = 64, seed: int = 0) -> float:
+def de_novo_length_tv(pipeline: Any, sampler: str = "de-novo", n: int = 512, seed: int = 0) -> float:
     """TV distance between the de novo samples' length law and the family's (lower is better)."""
     return _memo(pipeline, ("dplm_evo.len", sampler, n, seed), lambda: de_novo_length_tv_of(pipeline.samplers[sampler], n, seed))["tv"]
 
