@@ -512,6 +512,18 @@ def test_bayes_placed_heads_keep_the_edit_mass_and_follow_the_exact_posterior():
         assert not torch.allclose(torch.sigmoid(dl0[0].double()) / torch.sigmoid(dl0[0].double()).sum(), torch.softmax(w, 0), atol=1e-3)
 
 
+def test_bench_row_counts_are_one_line_usage_errors(capsys):
+    """``zoo bench dplm-evo`` refuses a row count outside 1..5120 with one usage line naming the option (0 used to
+    divide by zero deep in the start selection)."""
+    from zoo.methods.dplm_evo.benchmark import main
+
+    for flag in ("--rows", "--population-rows"):
+        with pytest.raises(SystemExit):
+            main([flag, "0"])
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err == f"zoo bench dplm-evo: error: {flag}: expected 1..5120, got 0"
+
+
 def test_length_tv_noise_floor_is_the_sampling_noise_of_an_exact_sampler():
     """``metrics.length_tv_noise_floor(n)``: the TV that ``n`` draws from the family's own length law score against
     it. It must shrink like ``1 / sqrt(n)`` (TV of an empirical law: ``Σ_k E|p̂_k − p_k| / 2`` with

@@ -105,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
     ap.add_argument("--png", type=Path, default=Path("dplm-evo-bench.png"), help="PNG output path")
     args = parse_with_quick(ap, argv, QUICK, "16 post-editing rows, 32 population rows")
+    for flag, value in (("--rows", args.rows), ("--population-rows", args.population_rows)):
+        if not 1 <= value <= 5120:
+            ap.error(f"{flag}: expected 1..5120, got {value}")
 
     import numpy as np
     import torch
