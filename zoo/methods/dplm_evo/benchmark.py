@@ -138,15 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {name} | {r['wt_marginal']['mean']:.3f} | {r['masked_marginal']['mean']:.3f} | {pv_s} | {loop_s} | {tb_s} | {ev_s} | "
                      f"{r['post']['mean_gain']:+.2f} ± {r['post']['ci95']:.2f} (valid {r['post']['valid']:.2f}) | "
                      f"{r['de_novo_length_tv']:.3f} |")
-    from .metrics import length_tv_noise_floor
+    from .alphabet import AA
+    from .family import family as _family
+    from .metrics import (BayesPlacedEditHeads, ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share,
+                          length_tv_noise_floor, loop_indel_rate_of)
 
     res["length_tv_noise_floor"] = floor = length_tv_noise_floor(args.population_rows)
     lines.append(f"de novo length TV of an exact sampler at {args.population_rows} draws (the estimate's noise floor, "
                  f"200 repeats): {floor:.3f}")
-    from .alphabet import AA
-    from .family import family as _family
-    from .metrics import BayesPlacedEditHeads, ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share, loop_indel_rate_of
-
     fam = _family()
     starts = fam.train[:: max(1, len(fam.train) // args.population_rows)][: args.population_rows]
     res["bayes_indel_loop_share"] = bayes_indel_loop_share(starts)
