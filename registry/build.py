@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
+from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
@@ -26,10 +27,6 @@ from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance,
 #: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
 #: numpy's SeedSequence any non-negative int; 2**63 - 1 keeps int64 conversions safe).
 SEED_MAX = 2**63 - 1
-
-
-def remote_code_disabled() -> bool:
-    return os.environ.get("ZOO_DISABLE_REMOTE_CODE", "") not in ("", "0", "false")
 
 
 def outside_paths_allowed() -> bool:
@@ -336,24 +333,32 @@ def build_model(
         )
     if source.trust_remote_code and remote_code_disabled():
         raise BuildError(f"{source.id} needs remote code, which ZOO_DISABLE_REMOTE_CODE forbids", loc)
+    from . import hub
+
     kwargs: dict[str, Any] = {}
-    if source.revision:
-        kwargs["revision"] = source.revision
+    if looks_remote(source.id or ""):  # a hub id: the HF cache at its revision, never a folder of that name here
+        if not hub.is_hub_id(source.id or ""):
+            raise BuildError(f"{source.id!r} is not a hub repository id (owner/name)", sub("id"))
+        try:
+            ref: Any = hub.snapshot(source.id or "", source.revision, subfolder=source.subfolder)
+        except Exception as exc:  # noqa: BLE001 - LocalEntryNotFoundError, HfHubHTTPError, ...: one line
+            at = f"{source.id}@{source.revision[:12] if source.revision else '(unpinned)'}"
+            if offline():
+                raise BuildError(f"{at} is not in the local HF cache (offline: HF_HUB_OFFLINE is set)", sub("id")) from None
+            raise BuildError(f"could not fetch {at}: {_one_line(exc)}", sub("id")) from None
+    else:
+        ref = local_path(source.id or "", spec_dir, sub("id"), allow_outside_paths, "local model")
+        check_folder_links(ref, spec_dir, sub("id"), allow_outside_paths, "local model")
     if source.subfolder:
         kwargs["subfolder"] = source.subfolder
-    model_id = _hub_or_local_id(source.id or "", spec_dir, sub("id"), allow_outside_paths)
-    if offline() or not looks_remote(source.id or ""):
-        kwargs["local_files_only"] = True
     is_model = _is_model_class(cls)
     if want_dtype is not None and is_model:
         params = inspect.signature(cls.from_pretrained).parameters
         kwargs["torch_dtype" if source.source == "diffusers" and "dtype" not in params else "dtype"] = want_dtype
-    if source.source == "transformers":
-        kwargs["trust_remote_code"] = bool(source.trust_remote_code and trust_remote_code)
     if multi_gpu and is_model:
         kwargs["device_map"] = "auto"
     try:
-        model = cls.from_pretrained(model_id, **kwargs)
+        model = hub.load_pretrained(cls, ref, trust_remote_code=bool(source.trust_remote_code and trust_remote_code), **kwargs)
     except Exception as exc:  # noqa: BLE001 - OSError, ValueError, SafetensorError, ...: one line
         msg = " ".join(str(exc).split())[:300]
         where = "offline (HF_HUB_OFFLINE is set) " if offline() else ""
@@ -364,14 +369,6 @@ def build_model(
         model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
     model = apply_transform(model, source, loc)
     return model if (multi_gpu or not is_model) else _place(model, device, None)
-
-
-def _hub_or_local_id(model_id: str, spec_dir: Path, loc: Location, allow_outside: bool | None) -> str:
-    """A hub id as is; a local path (``./``, ``../``, ``/``, ``~``) resolved against the spec's
-    folder (never the working directory) and kept inside it unless the caller allows more."""
-    if looks_remote(model_id):
-        return model_id
-    return str(local_path(model_id, spec_dir, loc, allow_outside, "local model"))
 
 
 def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
@@ -386,6 +383,32 @@ def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | No
             f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
         )
     return path
+
+
+def check_folder_links(folder: Path, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> None:
+    """Every entry of a local folder (a model folder, an adapter folder) stays inside the spec's folder
+    tree: a symlink whose target resolves outside it is refused, naming the entry (never hashing or
+    reading it), unless the caller allows outside paths. At most :data:`registry.limits.FOLDER_ENTRIES`
+    entries are looked at (more is an error)."""
+    from .files import within
+    from .limits import FOLDER_ENTRIES, SizeError
+
+    if (outside_paths_allowed() if allow_outside is None else allow_outside) or not folder.is_dir():
+        return
+    base = spec_dir.resolve()
+    seen = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            seen += 1
+            try:
+                FOLDER_ENTRIES.check(seen, f"{what} {folder.name}", " entries")
+            except SizeError as exc:
+                raise BuildError(str(exc), loc) from None
+            entry = Path(top) / name
+            if entry.is_symlink() and not within(base, entry):
+                rel = entry.relative_to(folder)
+                raise BuildError(f"{what} {folder.name}: {rel} is a link to {os.path.realpath(entry)}, outside the spec's "
+                                 f"folder {base} (the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc)
 
 
 #: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
@@ -404,10 +427,10 @@ def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: 
     if source.pretrained and offline():
         raise BuildError(f"timm pretrained weights for {source.model_name!r} must be downloaded, but HF_HUB_OFFLINE is set; "
                          "ship local weights with their sha256 instead", sub("pretrained"))
-    import timm
+    from .hub import create_timm_model
 
     try:
-        model = timm.create_model(source.model_name, pretrained=source.pretrained and not offline(), **source.kwargs)
+        model = create_timm_model(source.model_name, pretrained=source.pretrained, **source.kwargs)
     except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
         raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
     if source.weights is not None:

@@ -30,11 +30,10 @@ def sha256_file(path: Path) -> str:
 # ----------------------------------------------------------------------------- files
 def hub_file(ref: HubFile, loc: Location) -> Path:
     """Path of a hub file in the local cache, downloaded unless offline (then cache only)."""
-    from huggingface_hub import hf_hub_download
+    from .hub import hub_download
 
     try:
-        return Path(hf_hub_download(ref.hub, ref.filename, revision=ref.revision, repo_type=ref.repo_type,
-                                    local_files_only=offline()))
+        return hub_download(ref.hub, ref.filename, ref.revision, repo_type=ref.repo_type)
     except Exception as exc:  # noqa: BLE001 - hub errors come in many types; one line
         where = " offline (HF_HUB_OFFLINE is set; the file is not in the local cache)" if offline() else ""
         msg = " ".join(str(exc).split())[:200]
@@ -133,15 +132,16 @@ def adapter_folder(adapter: Adapter, spec_dir: Path, loc: Location, allow_outsid
     """Local folder holding the adapter's config and verified weights file (a local ``path`` stays
     inside the spec's folder unless the caller allows more)."""
     if adapter.path is not None:
-        from .build import local_path
+        from .build import check_folder_links, local_path
 
         folder = local_path(adapter.path, spec_dir, loc, allow_outside, "adapter folder")
+        check_folder_links(folder, spec_dir, loc, allow_outside, "adapter folder")  # the weights and config inside too
     else:
-        from huggingface_hub import hf_hub_download
+        from .hub import hub_download
 
         try:
-            cfg = hf_hub_download(adapter.hub, "adapter_config.json", revision=adapter.revision, local_files_only=offline())
-            hf_hub_download(adapter.hub, adapter.weight_name, revision=adapter.revision, local_files_only=offline())
+            cfg = hub_download(adapter.hub or "", "adapter_config.json", adapter.revision)
+            hub_download(adapter.hub or "", adapter.weight_name, adapter.revision)
         except Exception as exc:  # noqa: BLE001
             raise BuildError(f"could not fetch adapter {adapter.hub}: {' '.join(str(exc).split())[:200]}", loc) from None
         folder = Path(cfg).parent
@@ -242,7 +242,7 @@ def missing_offline(source: ModelSource, spec_dir: Path) -> str | None:
             return f"{source.weights.hub}/{source.weights.filename}"
         return None
     if isinstance(source, HubSource):
-        if looks_remote(source.id) and not (spec_dir / (source.id or "")).is_dir():
+        if looks_remote(source.id or ""):  # a hub id is only ever looked up in the HF cache (never as a folder)
             if not _snapshot_cached(source.id or "", source.revision):
                 return f"{source.id}" + (f"@{source.revision[:12]}" if source.revision else "")
         for a in source.adapters:

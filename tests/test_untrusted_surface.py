@@ -1,0 +1,247 @@
+"""Issue 34: the engine's newer surface is untrusted input too — tokenizers loaded outside the builder,
+hub ids, run-time caches, the metrics store, sizes in free-form configs, ``extends`` chains, files
+inside the spec folder, hub ids / ``requires`` patterns, and ``zoo new`` names. One section per class;
+each test failed on the main branch before the fix (see the issue for the observed failures)."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from registry.errors import BuildError, ParamError, SpecError, SpecErrors, ZooError
+from registry.loader import load_spec_file
+from registry.spec import HubSource
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+DEMO = FIXTURES / "specs" / "demo-gaussian.yaml"
+DEMO_WEIGHTS = FIXTURES / "specs" / "demo-affine.safetensors"
+TINY_QWEN = {"model_type": "qwen2", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+             "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 64}
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FIXTURES), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "HF_MODULES_CACHE": str(tmp_path / "hf_modules"), "ZOO_CACHE_DIR": str(tmp_path / "cache"),
+           "ZOO_METRICS_DIR": str(tmp_path / "metrics")}
+    env.update(extra)
+    return env
+
+
+def _demo(folder: Path, text: str | None = None, name: str = "spec.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "demo-affine.safetensors").write_bytes(DEMO_WEIGHTS.read_bytes())
+    path = folder / name
+    path.write_text(DEMO.read_text() if text is None else text)
+    return path
+
+
+def _errors(path: Path) -> str:
+    """All located errors of a spec file, one per line (what `zoo validate` prints)."""
+    try:
+        load_spec_file(path)
+    except SpecErrors as exc:
+        return "\n".join(exc.lines())
+    except SpecError as exc:
+        return str(exc)
+    raise AssertionError(f"{path} validated")
+
+
+# ============================================================================ 1. remote code / stdin
+def _evil_tokenizer(folder: Path, marker: Path) -> Path:
+    """A tokenizer folder whose ``tokenizer_config.json`` maps AutoTokenizer to code next to it (writes ``marker``)."""
+    from registry.conformance import tiny_tokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tiny_tokenizer().save_pretrained(str(folder))
+    (folder / "evil_tok.py").write_text(textwrap.dedent(f"""
+        from pathlib import Path
+        Path({str(marker)!r}).write_text("remote code ran")
+        from transformers import PreTrainedTokenizerFast
+        class EvilTokenizer(PreTrainedTokenizerFast):
+            pass
+    """))
+    cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    cfg.update(auto_map={"AutoTokenizer": [None, "evil_tok.EvilTokenizer"]}, tokenizer_class="EvilTokenizer")
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+@pytest.mark.parametrize("disable", ["", "1"])
+def test_tokenizer_helpers_never_ask_on_stdin_nor_run_folder_code(tmp_path: Path, disable: str) -> None:
+    """`find_tokenizer` / `tokenizer_for` passed `trust_remote_code=None`: transformers asked on stdin, and
+    answering "y" ran the folder's Python file, even with ZOO_DISABLE_REMOTE_CODE=1. The answer is piped in."""
+    marker = tmp_path / "MARKER"
+    folder = _evil_tokenizer(tmp_path / "tok", marker)
+    script = textwrap.dedent(f"""
+        import types
+        from zoo.common.masked_dlm import find_tokenizer
+        from zoo.common.activations import tokenizer_for
+        model = types.SimpleNamespace(config=types.SimpleNamespace(_name_or_path={str(folder)!r}, vocab_size=64))
+        try:
+            tok = find_tokenizer(model)
+            print("loaded", type(tok).__name__)
+        except Exception as exc:
+            print("refused", type(exc).__name__)
+        print("fallback", type(tokenizer_for(model)).__name__)
+    """)
+    res = subprocess.run([sys.executable, "-c", script], input="y\n" * 8, capture_output=True, text=True, timeout=300,
+                         env=_env(tmp_path, ZOO_DISABLE_REMOTE_CODE=disable))
+    assert not marker.exists(), f"folder code ran: {res.stdout} {res.stderr[-2000:]}"
+    assert "Do you wish to run the custom code" not in res.stdout + res.stderr, res.stdout
+    assert res.returncode == 0 and "refused" in res.stdout and "fallback HashTokenizer" in res.stdout, res.stdout + res.stderr
+
+
+#: Loader calls that may run code, read pickles or reach the network; only ``registry/hub.py`` makes them.
+LOADER_ATTRS = {"from_pretrained", "from_single_file", "hf_hub_download", "snapshot_download", "cached_download",
+                "load_dataset"}
+
+
+def loader_calls(source: str, filename: str = "<src>") -> list[str]:
+    """``file:line: call`` for every direct pretrained-loader call in ``source``: ``X.from_pretrained(...)``
+    (however it is split over lines), ``hf_hub_download(...)``, ``getattr(X, "from_pretrained")``, ``torch.hub.load``
+    and ``create_model(..., pretrained=<anything but False>)``."""
+    out = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        hit = name in LOADER_ATTRS
+        if name == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in LOADER_ATTRS:
+            hit = True
+        if name == "load" and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "hub":
+            hit = True
+        if name == "create_model":
+            pre = [k.value for k in node.keywords if k.arg == "pretrained"]
+            hit = bool(pre) and not (isinstance(pre[0], ast.Constant) and pre[0].value is False)
+        if hit:
+            out.append(f"{filename}:{node.lineno}: {name}")
+    return out
+
+
+def test_loader_scan_catches_planted_calls() -> None:
+    """Negative control of the tree scan: split, aliased and getattr calls are all found; the helper is not."""
+    planted = textwrap.dedent("""
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(
+            path,
+        )
+        fn = getattr(AutoTokenizer, "from_pretrained")
+        import huggingface_hub as h
+        h.snapshot_download("a/b")
+        timm.create_model("resnet18", pretrained=flag)
+        torch.hub.load("a/b", "m")
+        ok = registry.hub.load_pretrained(AutoTokenizer, path)
+        timm.create_model("resnet18", pretrained=False)
+    """)
+    found = loader_calls(planted)
+    assert [f.split(": ")[1] for f in found] == ["from_pretrained", "getattr", "snapshot_download", "create_model", "load"], found
+
+
+def test_every_pretrained_loader_call_goes_through_registry_hub() -> None:
+    """No module of registry/, zoo/ or tools/ other than registry/hub.py calls a loader directly, so every
+    call passes an explicit trust_remote_code and local_files_only (tested on the helper below)."""
+    offenders = []
+    for top in ("registry", "zoo", "tools"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path == ROOT / "registry" / "hub.py":
+                continue
+            offenders += loader_calls(path.read_text(), str(path.relative_to(ROOT)))
+    assert not offenders, offenders
+
+
+def test_hub_helper_passes_explicit_consent_and_local_files_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry import hub
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    class Fake:
+        __module__ = "transformers.fake"
+
+        @classmethod
+        def from_pretrained(cls, ref: str, **kw: Any) -> str:
+            calls.append((ref, kw))
+            return "model"
+
+    assert hub.load_pretrained(Fake, tmp_path) == "model"
+    assert calls[-1] == (str(tmp_path), {"local_files_only": True, "trust_remote_code": False})
+    with pytest.raises(TypeError, match="never None"):
+        hub.load_pretrained(Fake, tmp_path, trust_remote_code=None)  # type: ignore[arg-type]
+    monkeypatch.setenv("ZOO_DISABLE_REMOTE_CODE", "1")
+    with pytest.raises(PermissionError, match="ZOO_DISABLE_REMOTE_CODE"):
+        hub.load_pretrained(Fake, tmp_path, trust_remote_code=True)
+    with pytest.raises(ValueError, match="never resolved against the working directory"):
+        hub.load_pretrained(Fake, "./relative/folder")
+    assert len(calls) == 1
+
+
+# ============================================================================ 2. a hub id is a hub id
+def _tiny_qwen_folder(folder: Path, marker: Path | None = None) -> Path:
+    """A tiny qwen2 checkpoint; with ``marker``, its config maps the auto classes to code that writes it."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    AutoModelForCausalLM.from_config(AutoConfig.for_model(**TINY_QWEN)).save_pretrained(str(folder))
+    if marker is not None:
+        (folder / "evil.py").write_text(textwrap.dedent(f"""
+            from pathlib import Path
+            Path({str(marker)!r}).write_text("remote code ran")
+            from transformers import Qwen2Config, Qwen2ForCausalLM
+            class EvilConfig(Qwen2Config):
+                model_type = "evil"
+            class EvilModel(Qwen2ForCausalLM):
+                config_class = EvilConfig
+        """))
+        cfg = json.loads((folder / "config.json").read_text())
+        cfg.update(model_type="evil", architectures=["EvilModel"],
+                   auto_map={"AutoConfig": "evil.EvilConfig", "AutoModelForCausalLM": "evil.EvilModel"})
+        (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_hub_id_never_loads_a_folder_of_that_name_in_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`id: acme/model` (pinned) loaded `./acme/model` from the working directory, and with the caller's
+    consent ran its code. Now the id is resolved in the HF cache at its revision, or fails offline."""
+    from huggingface_hub import constants
+
+    from registry.build import build_model, offline_gaps  # noqa: F401 - offline_gaps: see below
+
+    marker = tmp_path / "MARKER"
+    work = tmp_path / "work"
+    _tiny_qwen_folder(work / "acme" / "model", marker)
+    _tiny_qwen_folder(work / "acme" / "plain")
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    _tiny_qwen_folder(specs / "acme" / "plain")  # nor a folder of that name beside the spec
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf_modules"))
+    evil = HubSource(source="transformers", model_class="AutoModelForCausalLM", id="acme/model", revision=REV,
+                     trust_remote_code=True)
+    with pytest.raises(BuildError, match="not in the local cache|offline") as exc:
+        build_model(evil, spec_dir=specs, trust_remote_code=True)
+    assert not marker.exists(), "the working directory's model code ran"
+    assert "\n" not in str(exc.value)
+    plain = HubSource(source="transformers", model_class="AutoModelForCausalLM", id="acme/plain", revision=REV)
+    with pytest.raises(BuildError, match="not in the local cache|offline"):
+        build_model(plain, spec_dir=specs)
+    from registry.weights import missing_offline
+
+    assert missing_offline(plain, specs) == f"acme/plain@{REV[:12]}"  # a spec-side folder is not the hub repo
+    # the same id, present in the HF cache at that revision: loaded from there
+    snap = Path(constants.HF_HUB_CACHE) / "models--acme--plain" / "snapshots" / REV
+    _tiny_qwen_folder(snap)
+    model = build_model(plain, spec_dir=specs)
+    assert Path(model.config._name_or_path).resolve() == snap.resolve()
+    assert missing_offline(plain, specs) is None
