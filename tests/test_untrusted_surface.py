@@ -245,3 +245,105 @@ def test_hub_id_never_loads_a_folder_of_that_name_in_the_working_directory(tmp_p
     model = build_model(plain, spec_dir=specs)
     assert Path(model.config._name_or_path).resolve() == snap.resolve()
     assert missing_offline(plain, specs) is None
+
+
+# ============================================================================ 3. caches and stores
+def _rewrite_first(folder: Path, pattern: str, rewrite: Any) -> Path:
+    files = sorted(p for p in folder.rglob(pattern) if not p.name.endswith(".sha256"))
+    assert files, f"no {pattern} under {folder}"
+    rewrite(files[0])
+    return files[0]
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "json", "npy"])
+def test_a_rewritten_cache_entry_is_rebuilt_with_a_warning(fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached artefact rewritten on disk (a valid file of the same format, other content) was returned as
+    is. Now its content hash (written after it) does not match: a warning, and the value is recomputed."""
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+
+    from registry.artifacts import cached_artifact
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    good = {"safetensors": lambda: {"x": torch.arange(4.0)}, "json": lambda: {"x": [0, 1, 2, 3]},
+            "npy": lambda: np.arange(4.0)}[fmt]
+    runs: list[int] = []
+
+    def produce() -> Any:
+        runs.append(1)
+        return good()
+
+    first = cached_artifact(["rewrite-test", fmt], produce, fmt)  # type: ignore[arg-type]
+    assert cached_artifact(["rewrite-test", fmt], produce, fmt) is not None and len(runs) == 1  # type: ignore[arg-type]
+    bad = {"safetensors": lambda p: save_file({"x": torch.full((4,), 99.0)}, str(p)),
+           "json": lambda p: p.write_text(json.dumps({"x": [99, 99, 99, 99]})),
+           "npy": lambda p: np.save(p, np.full(4, 99.0), allow_pickle=False)}[fmt]
+    _rewrite_first(tmp_path / "cache", f"*.{fmt}", bad)
+    with pytest.warns(UserWarning, match="does not match its content hash|recomput"):
+        again = cached_artifact(["rewrite-test", fmt], produce, fmt)  # type: ignore[arg-type]
+    assert len(runs) == 2
+    flat = lambda v: (v["x"].tolist() if fmt == "safetensors" else v["x"] if fmt == "json" else v.tolist())  # noqa: E731
+    assert flat(again) == flat(first) == [0, 1, 2, 3]
+    assert cached_artifact(["rewrite-test", fmt], produce, fmt) is not None and len(runs) == 2  # type: ignore[arg-type]
+
+
+def test_a_rewritten_cached_booster_never_reaches_xgboost(tmp_path: Path) -> None:
+    """A cached booster rewritten with a crafted model (children out of range) crashed the process in
+    XGBoost (exit 139). Now the entry fails its hash and is refitted; the crafted bytes are never parsed."""
+    pytest.importorskip("xgboost")
+    fit = textwrap.dedent("""
+        import numpy as np, torch, xgboost as xgb
+        from registry.artifacts import cached_artifact
+        from zoo.common.boosters import booster_from_bytes, booster_to_bytes
+        def produce():
+            X = np.random.default_rng(0).random((50, 3))
+            b = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, X.sum(1)), 3)
+            return {"b": torch.from_numpy(booster_to_bytes(b))}
+        raw = cached_artifact(["booster-test"], produce, "safetensors")
+        print("prediction", float(booster_from_bytes(raw["b"]).inplace_predict(np.ones((1, 3)))[0]))
+    """)
+    env = _env(tmp_path)
+    first = subprocess.run([sys.executable, "-c", fit], capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+
+    def craft(path: Path) -> None:
+        import numpy as np
+        import torch
+        import xgboost as xgb
+        from safetensors.torch import save_file
+
+        X = np.random.default_rng(1).random((20, 3))
+        m = json.loads(bytes(xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, X.sum(1)), 1).save_raw("json")))
+        tree = m["learner"]["gradient_booster"]["model"]["trees"][0]
+        tree["left_children"] = [10**6 if c != -1 else -1 for c in tree["left_children"]]
+        tree["split_indices"] = [10**6] * len(tree["split_indices"])
+        save_file({"b": torch.frombuffer(bytearray(json.dumps(m).encode()), dtype=torch.uint8)}, str(path))
+
+    _rewrite_first(tmp_path / "cache", "*.safetensors", craft)
+    second = subprocess.run([sys.executable, "-c", fit], capture_output=True, text=True, env=env, timeout=300)
+    assert second.returncode == 0, f"exit {second.returncode}: {second.stderr[-2000:]}"
+    assert "content hash" in second.stderr and second.stdout == first.stdout, (second.stdout, second.stderr[-2000:])
+
+
+def test_the_sae_stream_cache_rebuilds_a_rewritten_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SAE activation-stream cache trusted whatever file was there (and wrote a fixed `.tmp` name).
+    Now it is an engine cache entry: a rewritten file is detected and the streams recomputed."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertModel
+
+    from zoo.methods.sae_feature_death.analysis import cached_streams
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=32)).eval()
+    texts = ["the zoo model", "a token"]
+    first = cached_streams(bert, texts, ["embeddings"], max_tokens=16)
+    _rewrite_first(tmp_path / "cache", "*.safetensors",
+                   lambda p: save_file({"embeddings": torch.zeros_like(first["embeddings"])}, str(p)))
+    with pytest.warns(UserWarning, match="content hash"):
+        again = cached_streams(bert, texts, ["embeddings"], max_tokens=16)
+    assert torch.equal(again["embeddings"], first["embeddings"])
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
