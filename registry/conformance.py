@@ -96,8 +96,8 @@ def assert_same(a: Any, b: Any, *, exact: bool = True, path: str = "result") -> 
 
 
 # ----------------------------------------------------------------------------- helpers
-#: check id -> (spec name, metric, value, spec file, device) of the last metric re-measurement
-measured: dict[str, tuple[str, Any, float, str, str]] = {}
+#: check id -> (spec, metric, value, spec file, device) of the last metric re-measurement
+measured: dict[str, tuple[Spec, Any, float, str, str]] = {}
 _pipelines: dict[tuple[str, str, str, str | None], Any] = {}
 
 
@@ -472,7 +472,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 raise Skipped(refusal)
             resolve(m.check, kind="metric_check")
             value = float(_pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params))
-            measured[mid] = (spec.name, m, value, str(entry.path), target.device)
+            measured[mid] = (spec, m, value, str(entry.path), target.device)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )
@@ -685,7 +685,7 @@ def run_checks(
             results.append({"id": check.id, "spec": check.spec, "status": status, "message": msg,
                             "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow})
         if check.id in measured:
-            _record(check.id, status, record)
+            _record(check.id, record)
         counts[status] += 1
         row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0, "cpu": 0.0, "default_cpu": 0.0})
         row[status] += 1
@@ -732,12 +732,12 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="check", file=sys.stderr, leave=False, mininterval=0, miniters=1)
 
 
-def _record(check_id: str, status: str, store: bool) -> None:
-    spec_name, metric, value, file, device = measured.pop(check_id)
-    if store:
+def _record(check_id: str, store: bool) -> None:
+    spec, metric, value, file, device = measured.pop(check_id)
+    if store:  # the record keeps the value; PASS/FAIL is recomputed from it whenever it is shown
         from . import metrics_store
 
         try:
-            metrics_store.record(spec_name, metric, value, status, spec_file=file, device=device)
+            metrics_store.record(spec, metric, value, spec_file=file, device=device)
         except OSError as exc:  # a read-only cache must not fail the check
             print(f"warning: could not store {check_id}: {exc}", file=sys.stderr)

@@ -347,3 +347,84 @@ def test_the_sae_stream_cache_rebuilds_a_rewritten_entry(tmp_path: Path, monkeyp
         again = cached_streams(bert, texts, ["embeddings"], max_tokens=16)
     assert torch.equal(again["embeddings"], first["embeddings"])
     assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+# ============================================================================ 4. the metrics store
+METRICS_SPEC = FIXTURES / "metrics" / "demo-paired.yaml"
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ZOO_METRICS_DIR", str(tmp_path / "metrics"))
+    return tmp_path / "metrics"
+
+
+def _reproduced(spec: Any) -> Any:
+    return next(m for m in spec.metrics if m.kind == "reproduced" and m.setting)
+
+
+def test_a_same_named_spec_never_shows_its_records_beside_the_builtin(store: Path, tmp_path: Path) -> None:
+    """Records were keyed by spec name: a third-party spec reusing a name wrote "PASS" beside the other's
+    paper number. Now they are keyed by the spec file's path and the sha256 of the resolved spec."""
+    from registry import metrics_store
+
+    spec = load_spec_file(METRICS_SPEC)
+    m = _reproduced(spec)
+    other = tmp_path / "third" / "demo-paired.yaml"
+    other.parent.mkdir()
+    other.write_text(METRICS_SPEC.read_text().replace('title: "Demo:', 'title: "A copy:'))
+    impostor = load_spec_file(other)
+    assert impostor.name == spec.name
+    metrics_store.record(impostor, m, m.value, spec_file=str(other))
+    assert [r for r in metrics_store.rows(spec, spec_file=str(METRICS_SPEC)) if r.measured] == []
+    metrics_store.record(spec, m, m.value + 0.001, spec_file=str(METRICS_SPEC))
+    (row,) = [r for r in metrics_store.rows(spec, spec_file=str(METRICS_SPEC)) if r.measured]
+    assert [x["value"] for x in row.measured] == [pytest.approx(m.value + 0.001)]
+
+
+def test_status_is_recomputed_and_malformed_records_are_skipped(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A planted record saying PASS for a value far outside the tolerance showed PASS; a malformed record
+    crashed `zoo metrics`. Now PASS/FAIL comes from value and tolerance, and a bad record is one warning."""
+    from registry import metrics_store
+    from zoo.cli import main
+
+    spec = load_spec_file(METRICS_SPEC)
+    m = _reproduced(spec)
+    path = metrics_store.record(spec, m, m.value + 100 * (m.tolerance or 1) + 1, spec_file=str(METRICS_SPEC))
+    data = json.loads(path.read_text())
+    data["status"] = "PASS"
+    path.write_text(json.dumps(data))
+    (row,) = [r for r in metrics_store.rows(spec, spec_file=str(METRICS_SPEC)) if r.measured]
+    assert row.measured[0]["status"] == "FAIL"
+    for junk in ("not json {", json.dumps([1, 2]), json.dumps({**data, "value": "abc"}), json.dumps({**data, "value": None}),
+                 json.dumps({k: v for k, v in data.items() if k != "date"})):
+        path.write_text(junk)
+        capsys.readouterr()
+        assert main(["metrics", str(METRICS_SPEC)]) == 0
+        captured = capsys.readouterr()
+        warnings = [ln for ln in captured.err.splitlines() if "skipped" in ln]
+        assert len(warnings) == 1 and "Traceback" not in captured.err, captured.err
+        assert "never (zoo check)" in captured.out
+
+
+def test_concurrent_writers_lose_no_records(store: Path, tmp_path: Path) -> None:
+    """4 processes storing 20 measurements each kept 20 of 80 (read-modify-write of one file). Now 80."""
+    script = textwrap.dedent(f"""
+        import sys
+        from registry import metrics_store
+        from registry.loader import load_spec_file
+        spec = load_spec_file({str(METRICS_SPEC)!r})
+        m = next(x for x in spec.metrics if x.kind == "reproduced")
+        w = int(sys.argv[1])
+        for i in range(20):
+            metrics_store.record(spec, m.model_copy(update={{"setting": {{"worker": w, "i": i}}}}), float(i),
+                                 spec_file={str(METRICS_SPEC)!r})
+    """)
+    env = _env(tmp_path, ZOO_METRICS_DIR=str(store))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w)], env=env, stderr=subprocess.PIPE, text=True)
+             for w in range(4)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read() if p.stderr else ""
+    from registry import metrics_store
+
+    assert len(metrics_store.load(load_spec_file(METRICS_SPEC), str(METRICS_SPEC))) == 80

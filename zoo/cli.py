@@ -337,8 +337,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         raise ZooError("zoo metrics --plot: name one spec")
     report = []
     for n in names:
+        e = zoo.entry(n)
         s = zoo.spec(n)
-        spec_rows = rows(s)
+        spec_rows = rows(s, spec_file=e.path)  # only this file's measurements (path + sha256 of the resolved spec)
         if args.json:
             report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
         else:
