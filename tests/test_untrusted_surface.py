@@ -428,3 +428,57 @@ def test_concurrent_writers_lose_no_records(store: Path, tmp_path: Path) -> None
     from registry import metrics_store
 
     assert len(metrics_store.load(load_spec_file(METRICS_SPEC), str(METRICS_SPEC))) == 80
+
+
+# ============================================================================ 6. extends chains
+def _chain(folder: Path, n: int) -> list[Path]:
+    """``c0.yaml`` (the demo) <- ``c1.yaml`` <- ... <- ``c{n-1}.yaml``, each child renaming the spec."""
+    files = [_demo(folder, name="c0.yaml")]
+    for i in range(1, n):
+        p = folder / f"c{i}.yaml"
+        p.write_text(f"extends: c{i - 1}.yaml\nname: chain-{i}\n")
+        files.append(p)
+    return files
+
+
+def test_an_extends_chain_longer_than_the_cap_is_one_located_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 1,200-file chain was a RecursionError traceback; any length was accepted."""
+    from zoo.cli import main
+
+    files = _chain(tmp_path, 1200)
+    assert main(["validate", str(files[15])]) == 0  # 16 files: at the cap
+    capsys.readouterr()
+    for f in (files[16], files[-1]):
+        assert main(["validate", str(f)]) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and f"{f}:1:" in err[0] and "EXTENDS_CHAIN = 16" in err[0], err
+
+
+def test_broken_chains_are_broken_entries_and_parents_are_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A cold `zoo list` re-parsed every parent of every spec (a 450-file chain: minutes). Now each file is
+    parsed once per process, and the files past the cap are BROKEN lines."""
+    import registry.loader as loader
+    from registry.catalog import Catalog
+
+    files = _chain(tmp_path / "specs", 40)
+    monkeypatch.setenv("ZOO_SPECS_PATH", str(tmp_path / "specs"))
+    monkeypatch.setenv("ZOO_NO_INDEX_CACHE", "1")
+    parsed: list[str] = []
+    real = loader.parse_yaml
+
+    def counting(text: str, file: str) -> Any:
+        parsed.append(file)
+        return real(text, file)
+
+    monkeypatch.setattr(loader, "parse_yaml", counting)
+    cat = Catalog()
+    names = cat.list("chain-*")
+    ours = [f for f in parsed if Path(f).parent == tmp_path / "specs"]
+    assert sorted(ours) == sorted(str(f) for f in files), f"{len(ours)} parses of {len(files)} files"
+    assert len(names) == 15 and len([b for b in cat.broken() if "EXTENDS_CHAIN" in str(b.error)]) == 24
+    from zoo.cli import main
+
+    assert main(["--specs", str(tmp_path / "specs"), "list"]) in (0, 1)
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out and "RecursionError" not in out.err + out.out
