@@ -482,3 +482,17 @@ def test_broken_chains_are_broken_entries_and_parents_are_parsed_once(tmp_path: 
     assert main(["--specs", str(tmp_path / "specs"), "list"]) in (0, 1)
     out = capsys.readouterr()
     assert "Traceback" not in out.err + out.out and "RecursionError" not in out.err + out.out
+
+
+# ============================================================================ 9. zoo new names
+@pytest.mark.parametrize("name,why", [("class", "Python keyword"), ("import", "Python keyword"), ("json", "standard library"),
+                                      ("os", "standard library"), ("torch", "denied"), ("transformers", "denied"),
+                                      ("zoo", "the project's own"), ("registry", "the project's own"),
+                                      ("zoo-specs", "the project's own")])
+def test_zoo_new_refuses_names_that_shadow_packages(name: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from zoo.cli import main
+
+    assert main(["new", name, "--dir", str(tmp_path)]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and why in err[0], err
+    assert not list(tmp_path.iterdir())
