@@ -3,7 +3,7 @@
 network when offline, and a hub id is only ever a hub id.
 
 * :func:`load_pretrained` ``(cls, ref, ...)``: ``ref`` is an absolute local folder or a hub id
-  (``owner/name`` or ``name``, the hub's own pattern :data:`HUB_ID_RE`). A hub id is resolved by
+  (``owner/name`` or ``name``, the hub's own pattern :data:`registry.spec.HUB_ID_RE`). A hub id is resolved by
   ``huggingface_hub.snapshot_download`` at the given revision (offline: the local HF cache only)
   into an absolute snapshot folder, so a folder of the same name in the working directory is never
   loaded; a relative path is refused (the builder resolves spec-relative ``./x`` ids first). The
@@ -18,28 +18,16 @@ when any other module calls one of these loaders directly.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from .hardware import offline
-
-#: A hub repository id as ``huggingface_hub.utils.validate_repo_id`` accepts it: ``name`` or
-#: ``owner/name`` of ``[A-Za-z0-9_.-]``, not starting or ending with ``-``/``.``, no ``--`` or ``..``,
-#: at most 96 characters.
-HUB_ID_RE = r"^(?!.*(?:--|\.\.))(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?/)?[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$"
-_HUB_ID = re.compile(HUB_ID_RE)
-HUB_ID_MAX = 96
+from .spec import HUB_ID_RE, is_hub_id  # noqa: F401 - re-exported: the pattern lives with the schema that validates it
 
 #: What a snapshot never fetches: pickle-based and foreign-framework weights (transformers and
 #: diffusers load safetensors from these folders; ``.bin``/``.pt`` would go through ``torch.load``).
 IGNORED_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle", "*.h5", "*.msgpack", "*.onnx",
                  "*.onnx_data", "*.gguf", "*.ot", "*.tflite", "*.pb", "*.joblib", "*.npz")
-
-
-def is_hub_id(ref: str) -> bool:
-    """Whether ``ref`` is a valid hub repository id (see :data:`HUB_ID_RE`)."""
-    return isinstance(ref, str) and len(ref) <= HUB_ID_MAX and _HUB_ID.fullmatch(ref) is not None
 
 
 def remote_code_disabled() -> bool:

@@ -406,8 +406,10 @@ def _all_field_names() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
-    """Map a pydantic error ``loc`` onto a path that exists in the data (drops union tags)."""
+def _data_path(data: Any, loc: tuple[Any, ...], name_missing: bool = True) -> PathKey:
+    """Map a pydantic error ``loc`` onto a path that exists in the data (drops union tags). With
+    ``name_missing``, a last part absent from the data is kept (a missing field); a validator's error
+    ends in the union tag instead (``...full.transformers``), which is dropped."""
     out: list[Any] = []
     cur = data
     for i, part in enumerate(loc):
@@ -418,7 +420,7 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
         elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
             out.append(part)
             cur = cur[part]
-        elif isinstance(cur, dict) and isinstance(part, str) and last:
+        elif isinstance(cur, dict) and isinstance(part, str) and last and name_missing:
             # a missing or unknown field: point at the parent, name the field
             out.append(part)
             cur = None
@@ -429,9 +431,9 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
 def validation_errors(doc: Document, exc: ValidationError) -> list[SpecError]:
     errors: list[SpecError] = []
     for err in exc.errors(include_url=False):
-        path = _data_path(doc.data, tuple(err["loc"]))
         msg = err["msg"]
         kind = err["type"]
+        path = _data_path(doc.data, tuple(err["loc"]), name_missing=kind != "value_error")
         if kind == "extra_forbidden":
             key = str(path[-1]) if path else "?"
             close = difflib.get_close_matches(key, _all_field_names(), n=1, cutoff=0.6)

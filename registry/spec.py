@@ -15,6 +15,50 @@ MODULE_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
 SHA256_RE = r"^[0-9a-f]{64}$"
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt")
 REVISION_RE = r"^[0-9a-f]{40}$"
+#: A hub repository id as ``huggingface_hub.utils.validate_repo_id`` accepts it: ``name`` or ``owner/name`` of
+#: ``[A-Za-z0-9_.-]``, not starting or ending with ``-``/``.``, no ``--`` or ``..``, at most 96 characters.
+HUB_ID_RE = r"^(?!.*(?:--|\.\.))(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?/)?[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$"
+HUB_ID_MAX = 96
+#: A distribution name (PEP 508 / PEP 503), the keys of ``requires``.
+PACKAGE_RE = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"
+
+
+def is_hub_id(ref: Any) -> bool:
+    """Whether ``ref`` is a valid hub repository id (:data:`HUB_ID_RE`)."""
+    import re
+
+    return isinstance(ref, str) and len(ref) <= HUB_ID_MAX and re.fullmatch(HUB_ID_RE, ref) is not None
+
+
+def _hub_id(value: str | None) -> str | None:
+    """Validator of a ``hub:`` field: a hub repository id."""
+    if value is not None and not is_hub_id(value):
+        raise ValueError(f"expected a hub repository id (owner/name: letters, digits, _ . -), got {value[:100]!r}")
+    return value
+
+
+HubId = Annotated[str, AfterValidator(_hub_id)]
+
+
+def _requirements(value: dict[str, str]) -> dict[str, str]:
+    """Validator of ``requires``: each key a distribution name, each value a version specifier (PEP 440), so that
+    together they are a plain PEP 508 requirement (no extras, markers or URLs)."""
+    import re
+
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    for name, spec in value.items():
+        if not re.fullmatch(PACKAGE_RE, name):
+            raise ValueError(f"{name[:100]!r} is not a package name (PEP 508: letters, digits, . _ -)")
+        try:
+            SpecifierSet(spec)
+            req = Requirement(f"{name}{spec}")
+        except (InvalidSpecifier, InvalidRequirement):
+            raise ValueError(f"{name}: {spec[:100]!r} is not a version specifier (e.g. \">=1.2,<2\")") from None
+        if req.url or req.marker or req.extras:
+            raise ValueError(f"{name}: {spec[:100]!r} must be a version specifier only")
+    return value
 
 Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier")]
 Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
@@ -127,7 +171,7 @@ weights: {hub: owner/repo, revision: 0123456789abcdef0123456789abcdef01234567,
 convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inverse=...)
 """
 
-    hub: str = Field(description="hub repository id, e.g. owner/repo")
+    hub: HubId = Field(description="hub repository id, e.g. owner/repo")
     revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit")
     filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
     sha256: str | None = Field(None, pattern=SHA256_RE)
@@ -162,7 +206,7 @@ adapters:
   - {path: adapters/mine, adapter_name: mine, sha256: <64-hex>}   # relative to the spec file
 """
 
-    hub: str | None = Field(None, description="hub repository id of the adapter (needs revision)")
+    hub: HubId | None = Field(None, description="hub repository id of the adapter (needs revision)")
     path: str | None = Field(None, description="local adapter folder, relative to the spec file")
     revision: str | None = Field(None, pattern=REVISION_RE)
     weight_name: str = Field("adapter_model.safetensors", description="the adapter's weights file (safetensors)")
@@ -211,6 +255,9 @@ tokenizer: {source: transformers, model_class: AutoTokenizer, id: Qwen/Qwen2.5-0
     def _pinned(self) -> "HubSource":
         if self.id is None:
             raise ValueError("id: a hub id or a local directory is required")
+        if looks_remote(self.id) and not is_hub_id(self.id):
+            raise ValueError(f"id: {self.id[:100]!r} is neither a hub repository id (owner/name) nor a local folder "
+                             "(./x, ../x, /x or ~/x)")
         if looks_remote(self.id) and self.revision is None and not self.allow_unpinned:
             raise ValueError(f"revision: hub id {self.id!r} needs a pinned 40-hex revision (or allow_unpinned: true)")
         return self
@@ -464,7 +511,8 @@ class Spec(Strict):
     implementation: Annotated[str, Field(pattern=MODULE_RE)] = Field(
         description="the method's package (holds its procedures and registers its invariants)"
     )
-    requires: dict[str, str] = Field({}, description='package -> version specifier, e.g. {diffusers: ">=0.31"}')
+    requires: Annotated[dict[str, str], AfterValidator(_requirements)] = Field(
+        {}, description='package -> version specifier, e.g. {diffusers: ">=0.31"} (PEP 508 name, PEP 440 specifier)')
     models: dict[str, ModelRole] = {}
     samplers: dict[Name, ProcedureSpec] = {}
     recipes: dict[Name, ProcedureSpec] = Field(

@@ -54,6 +54,12 @@ def _errors(path: Path) -> str:
     raise AssertionError(f"{path} validated")
 
 
+def _demo_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = DEMO.read_text()
+    assert old in text, old
+    return _demo(tmp_path, text.replace(old, new))
+
+
 # ============================================================================ 1. remote code / stdin
 def _evil_tokenizer(folder: Path, marker: Path) -> Path:
     """A tokenizer folder whose ``tokenizer_config.json`` maps AutoTokenizer to code next to it (writes ``marker``)."""
@@ -482,6 +488,30 @@ def test_broken_chains_are_broken_entries_and_parents_are_parsed_once(tmp_path: 
     assert main(["--specs", str(tmp_path / "specs"), "list"]) in (0, 1)
     out = capsys.readouterr()
     assert "Traceback" not in out.err + out.out and "RecursionError" not in out.err + out.out
+
+
+# ============================================================================ 8. patterns at validation
+@pytest.mark.parametrize("old,new,field", [
+    ("id: Qwen/Qwen2.5-0.5B", "id: Qwen/Qwen2.5/../../x", "models.model.variants.full.id"),
+    ("id: Qwen/Qwen2.5-0.5B", "id: 'a b/c'", "models.model.variants.full.id"),
+    ("tags: [demo]", 'tags: [demo]\nrequires: {"torch; os_name == \'nt\'": ">=1"}', "requires"),
+    ("tags: [demo]", 'tags: [demo]\nrequires: {torch: ">=1 or so"}', "requires.torch"),
+    ("tags: [demo]", 'tags: [demo]\nrequires: {torch: "@ file:///tmp/evil"}', "requires.torch"),
+])
+def test_hub_ids_and_requires_are_validated_by_pattern(tmp_path: Path, old: str, new: str, field: str) -> None:
+    err = _errors(_demo_with(tmp_path, old, new))
+    assert f" {field}" in err and "\n" not in err.strip(), err
+
+
+def test_hub_file_ids_are_validated_by_pattern() -> None:
+    from registry.spec import Adapter, HubFile
+
+    for bad in ("../../etc", "a/b/c", "a--b/c", "x" * 200, ""):
+        with pytest.raises(ValueError, match="hub repository id"):
+            HubFile(hub=bad, filename="m.safetensors", allow_unpinned=True)
+        with pytest.raises(ValueError, match="hub repository id"):
+            Adapter(hub=bad, revision=REV, sha256="0" * 64)
+    HubFile(hub="owner/repo.v2_x-1", filename="m.safetensors", allow_unpinned=True)
 
 
 # ============================================================================ 9. zoo new names
