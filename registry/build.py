@@ -202,10 +202,12 @@ def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Loc
         raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
 
 
-def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None) -> None:
-    """Weights of a factory-built role: a local file (inside the spec's folder unless the caller
-    allows more) or a hub file, read safely (safetensors, or torch.load(weights_only=True)),
-    verified, converted, loaded strictly."""
+def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None,
+                  hub_file_at: Path | None = None) -> None:
+    """Weights of a factory-built role: a local safetensors file (inside the spec's folder unless the
+    caller allows more) or a hub file, read safely (safetensors, or for a hub file torch.load(weights_only=True)),
+    verified, converted, loaded strictly. ``hub_file_at``: a file standing in for the hub file (the
+    conformance harness's own temp copy), read exactly as the hub file would be."""
     from .weights import convert_state, hub_file, read_state
 
     assert source.weights is not None
@@ -216,8 +218,8 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
             raise BuildError("local weights need their sha256", sub("sha256"))
         state = read_state(path, source.sha256, wloc, sub("sha256"))
     else:  # a hub file carries its own sha256 (None only with allow_unpinned: true)
-        path = hub_file(source.weights, wloc)
-        state = read_state(path, source.weights.sha256, wloc)
+        path = hub_file_at if hub_file_at is not None else hub_file(source.weights, wloc)
+        state = read_state(path, source.weights.sha256, wloc, torch_format=True)
     state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
     if module is None or not hasattr(module, "load_state_dict"):
         raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)
@@ -306,18 +308,20 @@ def build_model(
     loc: Location | None = None,
     multi_gpu: bool = False,
     allow_outside_paths: bool | None = None,
+    hub_file_at: Path | None = None,
 ) -> Any:
     """Build one model role from its source (the same path for shipped and tiny test checkpoints).
 
     ``trust_remote_code`` and ``allow_outside_paths`` are the caller's consent; nothing in
-    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here)."""
+    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here).
+    ``hub_file_at`` stands in for a ``source: zoo`` role's hub file (the conformance loading-path check)."""
     loc = loc or Location()
     sub = lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name)  # noqa: E731
     want_dtype = _torch_dtype(dtype or source.dtype)
     if isinstance(source, ZooSource):
         obj = call_factory(source.factory, source.config, sub)
         if source.weights is not None:
-            _load_weights(obj, source, spec_dir, sub, allow_outside_paths)
+            _load_weights(obj, source, spec_dir, sub, allow_outside_paths, hub_file_at)
         return _place(apply_transform(obj, source, loc), device, want_dtype)
     if isinstance(source, TimmSource):
         model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,

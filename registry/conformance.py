@@ -298,10 +298,12 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
         for v, src in model.variants.items():
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
 
-                def weights(src: Any = src) -> None:
-                    from .build import sha256_file
+                def weights(src: Any = src, role: str = role, v: str = v) -> None:
+                    from .build import local_path, sha256_file
+                    from .loader import locate, source_dir
 
-                    path = entry.path.parent / src.weights
+                    field = f"models.{role}.variants.{v}.weights"  # inside the folder of the file that names it, or no hash
+                    path = local_path(src.weights, source_dir(file, role, v, entry.path.parent), locate(file, field), None, "weights")
                     assert path.is_file(), f"{path} is missing"
                     actual = sha256_file(path)
                     assert actual == src.sha256, f"{path.name}: sha256 {actual} != spec {src.sha256}"
@@ -515,10 +517,10 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
         save_state(raw, path)
         # dtype: None: the round trip checks the converter and key layout; a role's storage dtype
         # (bf16) would round the seeded noise and hide nothing about the layout
-        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path),
+        local = src.model_copy(update={"weights": src.weights.model_copy(update={"sha256": sha256_file(path)}),
                                        "config": src.tiny_factory_config(), "tiny_config": None, "dtype": None})
         built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
-                            allow_outside_paths=True)  # the harness's own temp file
+                            hub_file_at=path)  # the harness's own temp file, read as the hub file would be
     got = built.state_dict()
 
     def same(a: Any, b: Any) -> bool:

@@ -331,7 +331,8 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
     factory: Target
     config: ConsentFree = Field({}, description="keyword arguments of the factory, validated against its params model")
     weights: str | HubFile | None = Field(
-        None, description="a local .safetensors (or .pt/.pth/.ckpt, read with weights_only) file relative to the spec file, or {hub, revision, filename, sha256}"
+        None, description="a local .safetensors file relative to the spec file, or a hub file {hub, revision, filename, sha256} "
+        "(.safetensors, or .pt/.pth/.ckpt read with torch.load(weights_only=True))"
     )
     sha256: str | None = Field(None, pattern=SHA256_RE)
     convert: Target | None = Field(
@@ -351,8 +352,9 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
         if isinstance(self.weights, str):
             if self.sha256 is None:
                 raise ValueError("sha256: local weights need their sha256")
-            if not self.weights.endswith(WEIGHT_SUFFIXES):
-                raise ValueError(f"weights: expected a file ending in {', '.join(WEIGHT_SUFFIXES)}")
+            if not self.weights.endswith(".safetensors"):
+                raise ValueError("weights: only .safetensors files may ship with a spec (a hub file, {hub, filename, ...}, "
+                                 "may be .pt/.pth/.ckpt, read with torch.load(weights_only=True))")
         elif isinstance(self.weights, HubFile) and self.sha256 is not None:
             raise ValueError("sha256: a hub file carries its own sha256 (weights.sha256)")
         if self.convert is not None and self.weights is None:

@@ -2,9 +2,11 @@
 repository), read safely and mapped to a factory's keys by a converter; PEFT adapters; and
 whether a source's files are available without the network.
 
-Formats: ``.safetensors`` (``safetensors.torch.load_file``) and ``.pt``/``.pth``/``.ckpt``
-only through ``torch.load(weights_only=True)`` — a checkpoint that needs pickle globals is
-refused, naming the file (https://pytorch.org/docs/stable/generated/torch.load.html).
+Formats: ``.safetensors`` (``safetensors.torch.load_file``) for every file; a hub file may also be
+``.pt``/``.pth``/``.ckpt``, read only through ``torch.load(weights_only=True)`` — a checkpoint that
+needs pickle globals is refused, naming the file
+(https://pytorch.org/docs/stable/generated/torch.load.html). Files shipped with a spec (local
+weights) are safetensors only: nothing in a spec's folder reaches the unpickler.
 """
 from __future__ import annotations
 
@@ -40,9 +42,11 @@ def hub_file(ref: HubFile, loc: Location) -> Path:
         raise BuildError(f"could not fetch {ref.filename} from {ref.hub}@{ref.revision[:12] if ref.revision else '(unpinned)'}{where}: {msg}", loc) from None
 
 
-def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location | None = None) -> Any:
-    """The verified contents of a weights file: a state dict (or, for torch files, whatever
-    ``weights_only`` can rebuild: nested dicts/lists of tensors and plain values)."""
+def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location | None = None, *,
+               torch_format: bool = False) -> Any:
+    """The verified contents of a weights file: a state dict (or, for torch files of a hub repository,
+    ``torch_format=True``, whatever ``weights_only`` can rebuild: nested dicts/lists of tensors and
+    plain values). Without ``torch_format`` only safetensors is read."""
     if not path.is_file():
         raise BuildError(f"weights file {path} does not exist (run the tools/ script that produces it)", loc)
     if sha256 is not None:
@@ -57,6 +61,8 @@ def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location 
             return load_file(str(path))
         except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
             raise BuildError(f"weights {path.name} are not a readable safetensors file: {' '.join(str(exc).split())[:200]}", loc) from None
+    if path.suffix in (".pt", ".pth", ".ckpt") and not torch_format:
+        raise BuildError(f"{path.name}: local weights are safetensors only (convert it; a hub file may be a torch checkpoint)", loc)
     if path.suffix in (".pt", ".pth", ".ckpt"):
         import pickle
 

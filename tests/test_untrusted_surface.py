@@ -490,6 +490,55 @@ def test_broken_chains_are_broken_entries_and_parents_are_parsed_once(tmp_path: 
     assert "Traceback" not in out.err + out.out and "RecursionError" not in out.err + out.out
 
 
+# ============================================================================ 7. files are checked as files
+def test_a_symlinked_adapter_weight_pointing_outside_is_refused_without_its_hash(tmp_path: Path) -> None:
+    """The adapter folder was checked, not the weights file inside it: a symlink to a file outside was
+    hashed and its sha256 printed in the mismatch error (an oracle for any readable file)."""
+    import hashlib
+
+    from registry.weights import adapter_folder
+    from registry.spec import Adapter
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside the spec folder")
+    spec_dir = tmp_path / "spec"
+    (spec_dir / "lora").mkdir(parents=True)
+    (spec_dir / "lora" / "adapter_config.json").write_text("{}")
+    (spec_dir / "lora" / "adapter_model.safetensors").symlink_to(secret)
+    adapter = Adapter(path="lora", sha256="0" * 64)
+    from registry.errors import Location
+
+    with pytest.raises(BuildError, match="outside the spec's folder") as exc:
+        adapter_folder(adapter, spec_dir, Location(None, None, None, "adapters.0"))
+    assert hashlib.sha256(secret.read_bytes()).hexdigest() not in str(exc.value)
+
+
+def test_a_local_model_folder_with_a_link_outside_is_refused(tmp_path: Path) -> None:
+    from registry.build import build_model
+
+    spec_dir = tmp_path / "spec"
+    folder = _tiny_qwen_folder(spec_dir / "model")
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text((folder / "config.json").read_text())
+    (folder / "config.json").unlink()
+    (folder / "config.json").symlink_to(outside)
+    src = HubSource(source="transformers", model_class="AutoModelForCausalLM", id="./model")
+    with pytest.raises(BuildError, match="config.json is a link to .* outside the spec's folder"):
+        build_model(src, spec_dir=spec_dir)
+    (folder / "config.json").unlink()
+    (folder / "config.json").symlink_to(Path("..") / ".." / "elsewhere.json")  # relative link, same escape
+    with pytest.raises(BuildError, match="outside the spec's folder"):
+        build_model(src, spec_dir=spec_dir)
+
+
+def test_local_weights_are_safetensors_only(tmp_path: Path) -> None:
+    """A local `.pt` file reached torch.load(weights_only=True); the README says shipped weights are safetensors."""
+    from registry.spec import ZooSource
+
+    with pytest.raises(ValueError, match="only .safetensors"):
+        ZooSource(source="zoo", factory="zoo_demo_plugin:build_affine", weights="w.pt", sha256="0" * 64)
+
+
 # ============================================================================ 8. patterns at validation
 @pytest.mark.parametrize("old,new,field", [
     ("id: Qwen/Qwen2.5-0.5B", "id: Qwen/Qwen2.5/../../x", "models.model.variants.full.id"),
