@@ -230,10 +230,15 @@ def apply_transform(model: Any, source: Any, loc: Location) -> Any:
     """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading."""
     if getattr(source, "transform", None) is None:
         return model
+    from .contract import transform_params
+
     tloc = locate(loc.file, f"{loc.field}.transform")
     fn = resolve(source.transform, tloc, kind="transform")
+    at = lambda f: locate(loc.file, f"{loc.field}.{f}" if loc.field else f)  # noqa: E731
+    kwargs = validated_kwargs(_call_model(transform_params, fn, source.transform, tloc), source.transform_config, at,
+                              "transform_config")
     try:
-        out = fn(model, **source.transform_config)
+        out = fn(model, **kwargs)
     except ZooError:
         raise
     except Exception as exc:  # noqa: BLE001 - one line naming the transform
@@ -278,11 +283,56 @@ def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Ma
         except ValueError as exc:
             raise ParamError(str(exc), where(name)) from None
     model_cls = factory_params(factory)
+    _default_caps(model_cls, {**config, **tiny}, lambda f: where(field(f)))
     try:
         cfg = model_cls(**{**config, **tiny})
     except ValidationError as exc:
         raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny_config" if tiny else "config"))) from None
     return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def _default_caps(model_cls: Any, values: Mapping[str, Any], where: Any) -> None:
+    """:func:`registry.limits.enforce_default_caps` as a located ParamError (``where(dotted key)``)."""
+    from .limits import SizeError, enforce_default_caps
+
+    try:
+        enforce_default_caps(model_cls, values, "")
+    except SizeError as exc:
+        raise ParamError(exc.detail, where(exc.path)) from None
+
+
+def validated_kwargs(model_cls: Any, values: Mapping[str, Any], where: Any, prefix: str) -> dict[str, Any]:
+    """``values`` (a spec's ``check_params`` / ``transform_config``) validated by ``model_cls``: consent keys
+    refused at any depth, fields without a declared bound held to :mod:`registry.limits`' caps, then the model
+    (types, unknown keys, declared bounds). The keyword arguments to call with (only the keys given); a problem
+    is one ParamError located at ``where("<prefix>.<key>")``."""
+    try:
+        refuse_consent_keys(dict(values))
+    except ValueError as exc:
+        raise ParamError(str(exc), where(prefix)) from None
+    _default_caps(model_cls, values, lambda f: where(f"{prefix}.{f}"))
+    try:
+        cfg = model_cls(**values)
+    except ValidationError as exc:
+        raise validation_error(exc, model_cls, lambda f: where(f"{prefix}.{f}" if f else prefix)) from None
+    return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def _call_model(getter: Any, fn: Any, name: str, loc: Location) -> Any:
+    """``getter(fn)`` (a registered callable's params model); a signature that cannot be validated is one line."""
+    try:
+        return getter(fn)
+    except TypeError as exc:
+        raise BuildError(f"{name}: {exc}", loc) from None
+
+
+def check_kwargs(fn: Any, params: Mapping[str, Any], where: Any = None) -> dict[str, Any]:
+    """A metric check's ``check_params`` validated by its params model (:func:`validated_kwargs`)."""
+    from .contract import check_params_model
+
+    where = where or (lambda f: Location(None, None, None, f))
+    model_cls = _call_model(check_params_model, fn, getattr(fn, "__qualname__", "metric check"), where("check_params"))
+    return validated_kwargs(model_cls, params, where, "check_params")
 
 
 def call_factory(target: str, config: Mapping[str, Any], sub: Any, tiny: Mapping[str, Any] | None = None) -> Any:
@@ -467,6 +517,7 @@ def make_procedure(
         refuse_consent_keys(spec_values)
     except ValueError as exc:
         raise ParamError(str(exc), locate(file, f"{section}.{name}.params")) from None
+    _default_caps(params_cls, spec_values, lambda f: locate(file, f"{section}.{name}.params.{f}"))  # the spec's, not the caller's
     try:
         params = params_cls(**{**spec_values, **overrides})
     except ValidationError as exc:
@@ -549,7 +600,8 @@ class Pipeline:
         key = ("metric", check, json.dumps(params, sort_keys=True, default=repr))
 
         def run() -> float:
-            return float(resolve(check, kind="metric_check")(self, **params))
+            fn = resolve(check, kind="metric_check")
+            return float(fn(self, **check_kwargs(fn, params)))
 
         return self.memo(key, run)
 

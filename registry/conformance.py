@@ -205,15 +205,38 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
             raise AssertionError(f"{source.id}: tiny.config needs model_type")
         config = transformers.AutoConfig.for_model(model_type, **cfg)
         cls = library_class("transformers", source.tiny.model_class or source.model_class)
-        model = cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
+        make = (lambda: cls.from_config(config)) if hasattr(cls, "from_config") else (lambda: cls(config))
     else:
         cls = library_class("diffusers", source.tiny.model_class or source.model_class)
-        model = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
+        make = (lambda: cls.from_config(cfg)) if hasattr(cls, "from_config") else (lambda: cls(**cfg))
+    _check_tiny_size(make)
+    model = make()
     model.save_pretrained(str(save_dir))
     update: dict[str, Any] = {"id": str(target), "revision": None, "allow_unpinned": True}
     if source.adapters:
         update["adapters"] = _tiny_adapters(model, source, workdir)
     return source.model_copy(update=update)
+
+
+def _check_tiny_size(make: Callable[[], Any]) -> None:
+    """Count the parameters of the tiny model ``make()`` builds on the meta device (nothing allocated) and
+    refuse it over :data:`registry.limits.TINY_PARAMS`: each ``tiny.config`` integer is capped, their product
+    is capped here. A class that cannot be built on the meta device is left to its capped integers."""
+    import torch
+
+    from .errors import Location
+    from .limits import TINY_PARAMS, SizeError
+
+    try:
+        with torch.device("meta"):
+            model = make()
+    except Exception:  # noqa: BLE001 - the real build reports its own error
+        return
+    n = sum(p.numel() for p in model.parameters()) if hasattr(model, "parameters") else 0
+    try:
+        TINY_PARAMS.check(n, "tiny.config", " parameters")
+    except SizeError as exc:
+        raise ParamError(exc.detail, Location(None, None, None, exc.path)) from None
 
 
 def _tiny_adapters(model: Any, source: HubSource, workdir: Path) -> list[Any]:

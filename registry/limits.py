@@ -27,7 +27,16 @@ from typing import Any
 
 
 class SizeError(ValueError):
-    """A value over a named cap; ``str()`` is ``"<where>: <value> is over the limit <NAME> = <cap> (registry.limits)"``."""
+    """A value over a named cap; ``str()`` is ``"<where>: <value> is over the limit <NAME> = <cap> (registry.limits)"``,
+    ``.path`` the dotted field (``<where>``) and ``.detail`` the rest, for callers that locate the field themselves."""
+
+    def __init__(self, path: str, detail: str):
+        self.path, self.detail = path, detail
+        super().__init__(f"{path}: {detail}" if path else detail)
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
 
 
 @dataclass(frozen=True)
@@ -43,10 +52,10 @@ class Cap:
         if isinstance(n, bool) or not isinstance(n, (int, float)):
             return
         if isinstance(n, float) and not math.isfinite(n):
-            raise SizeError(f"{where}: {n!r} is not a finite number")
+            raise SizeError(where, f"{n!r} is not a finite number")
         if abs(n) > self.value:
             shown = f"{n:,}" if isinstance(n, int) else f"{n:g}"
-            raise SizeError(f"{where}: {shown}{unit} is over the limit {self.name} = {self.value:,} (registry.limits)")
+            raise SizeError(where, f"{shown}{unit} is over the limit {self.name} = {self.value:,} (registry.limits)")
 
 
 # ----------------------------------------------------------------------------- the caps
@@ -95,13 +104,13 @@ def check_tree(value: Any, where: str, *, ints: Cap = SPEC_INT, lists: Cap = SPE
             seen += len(v)
             entries.check(seen, where, " entries")
             for k, x in v.items():
-                strings.check(len(str(k)), f"{path}.{k}"[:200] + " (key)", " characters")
-                stack.append((f"{path}.{k}", x))
+                strings.check(len(str(k)), _join(path, str(k)[:60]), " characters (a key)")
+                stack.append((_join(path, k), x))
         elif isinstance(v, (list, tuple, set, frozenset)):
             lists.check(len(v), path, " items")
             seen += len(v)
             entries.check(seen, where, " entries")
-            stack.extend((f"{path}.{i}", x) for i, x in enumerate(v))
+            stack.extend((_join(path, i), x) for i, x in enumerate(v))
         elif isinstance(v, (str, bytes)):
             strings.check(len(v), path, " characters")
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -110,33 +119,32 @@ def check_tree(value: Any, where: str, *, ints: Cap = SPEC_INT, lists: Cap = SPE
 
 def _finite(x: float, where: str) -> None:
     if not math.isfinite(x):
-        raise SizeError(f"{where}: {x!r} is not a finite number")
+        raise SizeError(where, f"{x!r} is not a finite number")
 
 
 def declared_bound(info: Any) -> bool:
     """Whether a pydantic field (``FieldInfo``) declares an upper bound of its own: ``le``/``lt`` or
-    ``max_length``, on the field or inside an ``Annotated`` type (a ``Literal`` or a bool is bounded too)."""
+    ``max_length``, on the field or inside an ``Annotated`` type, for every member of a union (``None``
+    aside); a ``Literal`` or a bool is bounded too."""
+    import types
     import typing
 
     import annotated_types
+    from pydantic.fields import FieldInfo
 
-    def bounded(meta: list[Any]) -> bool:
-        return any(isinstance(m, (annotated_types.Le, annotated_types.Lt, annotated_types.MaxLen)) for m in meta)
+    def bounded(tp: Any, meta: list[Any], depth: int = 0) -> bool:
+        if any(isinstance(m, (annotated_types.Le, annotated_types.Lt, annotated_types.MaxLen)) for m in meta):
+            return True
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated and depth < 10:
+            extra = [m2 for m in tp.__metadata__ for m2 in (m.metadata if isinstance(m, FieldInfo) else [m])]
+            return bounded(typing.get_args(tp)[0], [*meta, *extra], depth + 1)
+        if origin in (typing.Union, types.UnionType) and depth < 10:
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            return bool(members) and all(bounded(a, meta, depth + 1) for a in members)
+        return tp is bool or origin is typing.Literal
 
-    if bounded(list(getattr(info, "metadata", []))):
-        return True
-    tp = getattr(info, "annotation", None)
-    stack = [tp]
-    while stack:
-        t = stack.pop()
-        if typing.get_origin(t) is typing.Annotated:
-            from pydantic.fields import FieldInfo
-
-            extra = [m2 for m in t.__metadata__ for m2 in (m.metadata if isinstance(m, FieldInfo) else [m])]
-            if bounded(extra):
-                return True
-            stack.append(typing.get_args(t)[0])
-    return tp is bool or typing.get_origin(tp) is typing.Literal
+    return bounded(getattr(info, "annotation", None), list(getattr(info, "metadata", [])))
 
 
 def enforce_default_caps(model: Any, values: Mapping[str, Any], where: str) -> None:
@@ -148,4 +156,4 @@ def enforce_default_caps(model: Any, values: Mapping[str, Any], where: str) -> N
         info = fields.get(key)
         if info is not None and declared_bound(info):
             continue
-        check_tree(value, f"{where}.{key}" if where else str(key))
+        check_tree(value, _join(where, key))

@@ -118,6 +118,15 @@ def refuse_code_keys(value: Any) -> Any:
     return value
 
 
+def tiny_sizes(value: Any) -> Any:
+    """Validator of ``tiny.config``: every integer within :data:`registry.limits.TINY_CONFIG_INT`, lists,
+    strings and entries within the default caps (the product is bounded when the checkpoint is built)."""
+    from .limits import TINY_CONFIG_INT, check_tree
+
+    check_tree(value, "", ints=TINY_CONFIG_INT)
+    return value
+
+
 ConsentFree = Annotated[dict[str, Any], AfterValidator(refuse_consent_keys)]
 
 
@@ -137,9 +146,10 @@ class TinyCheckpoint(Strict):
     """How the conformance harness makes a tiny local checkpoint of the same model type, so the
     ``full`` variant's loading path can be tested offline (``save_pretrained`` then the same builder)."""
 
-    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys)] = Field(
+    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys), AfterValidator(tiny_sizes)] = Field(
         description="kwargs of the config (transformers: must contain model_type); keys that point at code "
-        "(auto_map, *_class, custom_pipelines, ...) are refused"
+        "(auto_map, *_class, custom_pipelines, ...) are refused; integers at most 65536 and at most 20M parameters "
+        "in all (registry.limits)"
     )
     model_class: str | None = Field(
         None, description="class used to create the tiny model, when it differs from the loading class"
@@ -152,7 +162,8 @@ class Transformable(Strict):
     transform: Target | None = Field(
         None, description='"pkg.module:fn" registered as a transform, called as fn(model, **transform_config) after loading; returns the model (or None: changed in place)'
     )
-    transform_config: dict[str, Any] = Field({}, description="keyword arguments of the transform")
+    transform_config: ConsentFree = Field({}, description="keyword arguments of the transform, validated against its "
+                                          "params model (consent keys refused)")
 
     @model_validator(mode="after")
     def _transform_config(self) -> "Transformable":
@@ -275,6 +286,20 @@ def looks_remote(model_id: str) -> bool:
 TIMM_KWARGS = frozenset({"num_classes", "in_chans", "global_pool", "drop_rate", "drop_path_rate", "img_size"})
 
 
+def _timm_size(key: str, value: Any) -> None:
+    """The caps of one timm keyword (:mod:`registry.limits`): classes, channels, image sides, rates in [0, 1]."""
+    from .limits import SPEC_STR, TIMM_IMG_SIZE, TIMM_IN_CHANS, TIMM_NUM_CLASSES, check_tree
+
+    caps = {"num_classes": TIMM_NUM_CLASSES, "in_chans": TIMM_IN_CHANS, "img_size": TIMM_IMG_SIZE}
+    if key in caps:
+        check_tree(value, f"kwargs.{key}", ints=caps[key])
+    elif key in ("drop_rate", "drop_path_rate"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValueError(f"kwargs.{key}: expected a rate in [0, 1], got {value!r}")
+    else:
+        check_tree(value, f"kwargs.{key}", strings=SPEC_STR)
+
+
 class TimmSource(Transformable):
     """A model role created with ``timm.create_model``, architecture only; weights come from a local
     safetensors file with its sha256 (``pretrained: true`` downloads unpinned weights: it needs
@@ -300,6 +325,7 @@ class TimmSource(Transformable):
                 isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) for v in value))
             if not ok:
                 raise ValueError(f"kwargs.{key}: expected a number, a string or a short list of ints, got {type(value).__name__}")
+            _timm_size(key, value)
         if self.weights is not None:
             if self.sha256 is None:
                 raise ValueError("sha256: local weights need their sha256")

@@ -436,6 +436,94 @@ def test_concurrent_writers_lose_no_records(store: Path, tmp_path: Path) -> None
     assert len(metrics_store.load(load_spec_file(METRICS_SPEC), str(METRICS_SPEC))) == 80
 
 
+# ============================================================================ 5. every size is bounded
+TINY_LINE = "tiny: {config: {model_type: qwen2, hidden_size: 16,"
+
+
+def test_tiny_config_sizes_are_bounded_at_validation(tmp_path: Path) -> None:
+    """`tiny.config: {hidden_size: 10000000, ...}` validated, and `zoo check` then tried to allocate it."""
+    path = _demo_with(tmp_path, TINY_LINE, "tiny: {config: {model_type: qwen2, hidden_size: 10000000,")
+    err = _errors(path)
+    assert "tiny.config.hidden_size: 10,000,000 is over the limit TINY_CONFIG_INT = 65,536" in err, err
+    assert err.startswith(f"{path}:18:"), err
+
+
+def test_a_tiny_checkpoint_is_counted_on_the_meta_device_before_it_is_built(tmp_path: Path) -> None:
+    """Every int of the config within its cap, but their product is a big model: refused before allocation."""
+    from registry.conformance import _tiny_checkpoint
+
+    big = {**TINY_QWEN, "hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 12, "num_attention_heads": 8,
+           "num_key_value_heads": 8, "vocab_size": 8000}
+    src = HubSource(source="transformers", model_class="AutoModelForCausalLM", id="o/m", allow_unpinned=True,
+                    tiny={"config": big})
+    with pytest.raises(ParamError, match="over the limit TINY_PARAMS = 20,000,000") as exc:
+        _tiny_checkpoint(src, tmp_path)
+    assert "tiny.config" in str(exc.value) and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kwargs,cap", [({"num_classes": 10**9}, "TIMM_NUM_CLASSES"), ({"img_size": 10**6}, "TIMM_IMG_SIZE"),
+                                        ({"img_size": [224, 10**6]}, "TIMM_IMG_SIZE"), ({"in_chans": 10**5}, "TIMM_IN_CHANS"),
+                                        ({"drop_rate": 5.0}, "drop_rate")])
+def test_timm_kwargs_are_bounded(kwargs: dict[str, Any], cap: str) -> None:
+    from registry.spec import TimmSource
+
+    with pytest.raises(ValueError, match=cap):
+        TimmSource(source="timm", model_name="test_efficientnet", kwargs=kwargs)
+
+
+def test_metric_check_params_are_validated_and_bounded(tmp_path: Path) -> None:
+    """`check_params` reached the check function unvalidated (any size, unknown keys as a TypeError)."""
+    import zoo
+    from registry.build import build_pipeline
+
+    line = 'check: "zoo_demo_plugin:sample_mean_abs"}'
+    for params, match in [("{n: 1000000000000}", r"check_params\.n: 1,000,000,000,000 is over the limit SPEC_INT"),
+                          ("{bogus: 1}", "unknown parameter"), ("{n: abc}", "valid integer")]:
+        path = _demo_with(tmp_path / params.strip("{}").replace(" ", "").replace(":", "-"), line,
+                          f'check: "zoo_demo_plugin:sample_mean_draws", check_params: {params}}}')
+        spec = load_spec_file(path)
+        pipe = build_pipeline(spec, file=path, variant="toy", use_cache=False)
+        with pytest.raises(ParamError, match=match) as exc:
+            pipe.evaluate(spec.metrics[0].check, **spec.metrics[0].check_params)
+        assert "\n" not in str(exc.value)
+    assert zoo is not None
+
+
+def test_transform_config_refuses_consent_keys_and_is_validated(tmp_path: Path) -> None:
+    from registry.build import build_model
+    from registry.spec import ZooSource
+
+    with pytest.raises(ValueError, match="cannot be set by a spec"):
+        ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag",
+                  transform_config={"trust_remote_code": True})
+    os.environ["ZOO_ALLOWED_PACKAGES"] = "zoo_demo_plugin,zoo_ext_plugin"
+    try:
+        for cfg, match in [({"nmae": "x"}, "unknown parameter"), ({"name": "x" * 100_000}, "over the limit SPEC_STR"),
+                           ({"name": 3}, "valid string")]:
+            src = ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag", transform_config=cfg)
+            with pytest.raises(ParamError, match=match) as exc:
+                build_model(src, spec_dir=tmp_path)
+            assert "transform_config" in str(exc.value) and "\n" not in str(exc.value)
+        ok = build_model(ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag",
+                                   transform_config={"name": "kept"}), spec_dir=tmp_path)
+        assert ok.zoo_tag == "kept"
+    finally:
+        os.environ["ZOO_ALLOWED_PACKAGES"] = "zoo_demo_plugin"
+
+
+@pytest.mark.parametrize("change,match", [({"r": 10**6}, "over the limit ADAPTER_RANK"),
+                                          ({"auto_mapping": {"base_model_class": "X", "parent_library": "os"}}, "points at code"),
+                                          ({"trust_remote_code": True}, "cannot be set"),
+                                          ({"target_modules": ["q"] * 100_000}, "over the limit SPEC_LIST")])
+def test_adapter_configs_are_validated(change: dict[str, Any], match: str) -> None:
+    from registry.weights import check_adapter_config
+
+    base = {"peft_type": "LORA", "r": 2, "lora_alpha": 8, "target_modules": ["q_proj"]}
+    check_adapter_config(base, "adapters.0")
+    with pytest.raises(ParamError, match=match):
+        check_adapter_config({**base, **change}, "adapters.0")
+
+
 # ============================================================================ 6. extends chains
 def _chain(folder: Path, n: int) -> list[Path]:
     """``c0.yaml`` (the demo) <- ``c1.yaml`` <- ... <- ``c{n-1}.yaml``, each child renaming the spec."""
