@@ -61,23 +61,13 @@ def validation_error(exc: ValidationError, model: type, where: Any, from_caller:
 
 # ----------------------------------------------------------------------------- requirements
 def check_requires(spec: Spec, file: str | None = None) -> None:
-    """Check ``requires`` (package -> specifier) before importing anything the spec names."""
-    from importlib.metadata import PackageNotFoundError, version
+    """Check ``requires`` (package -> specifier) before importing anything the spec names: the first unmet
+    one is a one-line :class:`RequirementError` naming the package, the optional extra that installs it and
+    the pip command (:mod:`registry.requirements`)."""
+    from .requirements import unmet
 
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    for pkg, rng in spec.requires.items():
-        loc = locate(file, f"requires.{pkg}")
-        try:
-            spec_set = SpecifierSet(rng)
-        except InvalidSpecifier:
-            raise SpecError(f"invalid version specifier {rng!r}", loc) from None
-        try:
-            have = version(pkg)
-        except PackageNotFoundError:
-            raise RequirementError(f"package {pkg!r} is required ({rng}) but not installed: pip install '{pkg}{rng}'", loc) from None
-        if not spec_set.contains(have, prereleases=True):
-            raise RequirementError(f"{pkg} {have} is installed but the spec requires {rng}: pip install '{pkg}{rng}'", loc)
+    for missing in unmet(spec):
+        raise RequirementError(f"{spec.name} {missing.reason()}", locate(file, f"requires.{missing.package}"))
 
 
 # ----------------------------------------------------------------------------- variants

@@ -301,10 +301,15 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
         return [Check(name, f"{name}::validates", broken)]
     spec = entry.spec
     file = str(entry.path)
+    from .requirements import unmet
+
+    # an optional package that is not installed: every check that needs it is SKIP with the pip command
+    missing = "; ".join(u.reason() for u in unmet(spec))
+
     def validates() -> None:
         from .lint import lint
 
-        problems = lint(spec, file, resolve=True)
+        problems = lint(spec, file, resolve=not missing)  # never import code whose requirements are missing
         assert not problems, "; ".join(str(p) for p in problems)
 
     checks: list[Check] = [Check(name, f"{name}::validates", validates)]
@@ -312,6 +317,8 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
     def requires() -> None:
         from .build import check_requires
 
+        if missing:
+            raise Skipped(missing)
         check_requires(spec, file)
 
     checks.append(Check(name, f"{name}::requires", requires))
@@ -446,7 +453,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
                 assert_models_unchanged(before, pipe.models, pname)
 
-            if section == "samplers" or _declares_batch_independence(spec.procedure(pname)[1].target):
+            if section == "samplers" or (not missing and _declares_batch_independence(spec.procedure(pname)[1].target)):
                 checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
 
             produced = spec.procedure(pname)[1].produces
@@ -503,6 +510,13 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             )
 
         checks.append(Check(name, mid, metric, slow=m.slow))
+    if missing:
+        for check in checks[2:]:  # all but validates and requires
+
+            def skip(why: str = missing) -> None:
+                raise Skipped(why)
+
+            check.fn = skip
     return checks
 
 
