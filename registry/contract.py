@@ -44,8 +44,8 @@ with base seed ``S`` is the one-row call ``proc(seed=row_seed(S, i), **proc.popu
 its value depends on ``(S, i)`` alone, never on the batch, the shard or the process that made it. A
 procedure that can draw several such rows in one call sets ``per_row_seeds = True``: its ``__call__`` then
 also takes ``seed`` as a list of ints, one per row of the call, and row ``j`` of
-``proc(seed=seeds, **proc.population_inputs(a, b))`` equals the one-row call with ``seeds[j]`` bit for bit
-(conformance checks it exactly). An ``int`` seed keeps its old meaning.
+``proc(seed=seeds, **proc.population_inputs(a, b))`` equals the one-row call with ``seeds[j]`` (bit for bit
+where its arithmetic is row-exact; conformance checks it exactly). An ``int`` seed keeps its old meaning.
 """
 from __future__ import annotations
 
@@ -110,9 +110,11 @@ class Procedure:
         raise NotImplementedError(f"{type(self).__name__} declares batch_independent but has no output_rows")
 
     #: ``__call__`` also accepts ``seed`` as a list of ints, one per row of the call; row ``j`` of
-    #: ``self(seed=seeds, **self.population_inputs(a, b))`` equals, bit for bit, the one-row call
-    #: ``self(seed=seeds[j], **self.population_inputs(a + j, a + j + 1))`` (conformance check ``row-seeds``).
-    #: Parse the seed with :func:`seed_list`.
+    #: ``self(seed=seeds, **self.population_inputs(a, b))`` equals the one-row call
+    #: ``self(seed=seeds[j], **self.population_inputs(a + j, a + j + 1))``: bit for bit where the batched arithmetic
+    #: is row-exact (conformance check ``per-row-seeds`` compares exactly, on the spec's first runnable CPU variant);
+    #: a batched network may round row ``j`` differently, which ``zoo sample`` allows for by making the batch size part
+    #: of a batched run (``--exact`` draws one row per call). Parse the seed with :func:`seed_list`.
     per_row_seeds: ClassVar[bool] = False
 
     def population_inputs(self, start: int, stop: int) -> dict[str, Any]:

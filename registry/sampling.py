@@ -4,8 +4,13 @@ and spread over processes with ``torch.distributed`` (issue 42).
 Row ``i`` of a run with base seed ``S`` is the one-row call
 ``proc(seed=row_seed(S, i), **proc.population_inputs(i, i + 1))`` (:mod:`registry.contract`), so its value depends
 on ``(S, i)`` alone: never on the batch size, the shard, the number of processes or which process made it. A
-procedure with ``per_row_seeds`` draws a batch of rows in one call from a list of seeds (bit-equal to the one-row
-calls: conformance check ``row-seeds``); any other batch-independent sampler is called one row at a time.
+procedure with ``per_row_seeds`` draws a batch of rows in one call from a list of seeds; any other batch-independent
+sampler, and every sampler with ``exact=True`` (``--exact``), is called one row at a time. The one-row calls make a
+row's bytes independent of ``--batch-size``; batched calls do so where the sampler's arithmetic is row-exact (per-row
+loops, elementwise math: what conformance check ``per-row-seeds`` verifies bit for bit on the spec's CPU variant), while
+a batched network (a convolution, a GPU matmul) may round row ``i`` differently for another batch size. So a batched
+run records its batch size in its identity: the number of processes, the shard a row falls in and the process that
+made it never change a byte, and a resume with another batch size is refused rather than mixing roundings.
 
 The folder ``DIR``::
 
@@ -64,7 +69,8 @@ _TMP = ".tmp-"
 _FLAGS = {"num_samples": "--num-samples", "batch_size": "--batch-size", "shard_size": "--shard-size", "seed": "--seed",
           "out": "--out"}
 #: the run's identity: a manifest that differs in any of these holds another run
-IDENTITY = ("spec", "spec_sha256", "variant", "sampler", "params", "seed", "row_seed", "shard_size", "device", "dtype")
+IDENTITY = ("spec", "spec_sha256", "variant", "sampler", "params", "seed", "row_seed", "shard_size", "batching", "device",
+            "dtype")
 
 
 def _flag(param: str, cli: bool) -> str:
@@ -498,10 +504,10 @@ class SampleReport:
     rows_per_s: float
     world_size: int
     rank: int
-    per_row_seeds: bool
+    batching: str
 
     def summary(self) -> str:
-        how = "batched per-row seeds" if self.per_row_seeds else "one call per row"
+        how = self.batching
         rate = f"{self.rows_written} rows in {self.seconds:.2f} s = {self.rows_per_s:.1f} rows/s" if self.rows_written else "nothing to draw"
         return (f"zoo sample {self.spec} ({self.sampler}, variant {self.variant}): {self.num_samples} rows in {self.shards} "
                 f"shards -> {self.out}; {self.shards_written} written, {self.shards_kept} kept (verified); {rate} over "
@@ -513,13 +519,22 @@ def spec_sha256(spec: Any) -> str:
     return _sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode())
 
 
-def run_identity(pipe: Any, sampler: str, seed: int, shard_size: int) -> dict[str, Any]:
+def batching(proc: Any, batch_size: int, exact: bool) -> str:
+    """How rows are drawn: one call per row (``exact``, or a sampler without ``per_row_seeds``), else in calls of
+    ``batch_size`` rows with per-row seeds. Part of a run's identity (see the module docstring)."""
+    if exact or not getattr(proc, "per_row_seeds", False):
+        return "one row per call"
+    return f"{batch_size} rows per call (per-row seeds)"
+
+
+def run_identity(pipe: Any, sampler: str, seed: int, shard_size: int, how: str) -> dict[str, Any]:
     import torch
 
     proc = pipe.samplers[sampler]
     return {"spec": pipe.spec.name, "spec_sha256": spec_sha256(pipe.spec), "variant": pipe.variant, "sampler": sampler,
             "params": json.loads(proc.params.model_dump_json()), "seed": seed, "row_seed": ROW_SEED_RULE,
-            "shard_size": shard_size, "device": torch.device(pipe.device).type, "dtype": pipe.dtype or "default"}
+            "shard_size": shard_size, "batching": how, "device": torch.device(pipe.device).type,
+            "dtype": pipe.dtype or "default"}
 
 
 def _run_sha(identity: Mapping[str, Any]) -> str:
@@ -601,9 +616,9 @@ def _call(proc: Any, seed: Any, inputs: Mapping[str, Any], where: str) -> Any:
         raise RunError(f"{where} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
 
 
-def _draw_shard(proc: Any, a: int, b: int, seed: int, batch_size: int, bar: Any, where: str) -> _Rows:
+def _draw_shard(proc: Any, a: int, b: int, seed: int, step: int, bar: Any, where: str) -> _Rows:
+    """Rows ``a .. b - 1`` in calls of ``step`` rows (1: the one-row calls; more: per-row seeds), merged."""
     parts: list[_Rows] = []
-    step = batch_size if getattr(proc, "per_row_seeds", False) else 1
     for c in range(a, b, step):
         d = min(b, c + step)
         seeds: Any = [row_seed(seed, i) for i in range(c, d)] if step > 1 else row_seed(seed, c)
@@ -657,11 +672,12 @@ def _finish(out: Path, manifest: dict[str, Any], records: Mapping[int, Mapping[s
 
 def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: int, out: str | os.PathLike[str],
                batch_size: int = 16, seed: int = 0, sampler: str | None = None, variant: str | None = None,
-               device: str | None = None, shard_size: int | None = None, progress: bool = True,
+               device: str | None = None, shard_size: int | None = None, exact: bool = False, progress: bool = True,
                cli: bool = False) -> SampleReport:
     """Write rows ``0 .. num_samples - 1`` of the population of ``spec``'s procedure (``sampler`` or the variant's
     default) to ``out`` (see the module docstring). ``build(device)`` builds the pipeline (the facade passes
-    ``zoo.load``'s arguments). Every process of a ``torchrun`` launch calls this with the same arguments."""
+    ``zoo.load``'s arguments). ``exact``: one call per row even for a ``per_row_seeds`` sampler. Every process of
+    a ``torchrun`` launch calls this with the same arguments."""
     check_options(num_samples, batch_size, shard_size, seed, cli=cli)
     guess = sampler or (spec.default_for(variant) if variant else None)
     if guess is None and len({spec.default_for(v) for v in spec.variants}) == 1:
@@ -679,7 +695,9 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         if (why := refusal(spec, name)) is not None:
             raise SampleError(why)
         proc = pipe.samplers[name]
-        identity = run_identity(pipe, name, seed, shard_size)
+        how = batching(proc, batch_size, exact)
+        step = 1 if how == "one row per call" else batch_size
+        identity = run_identity(pipe, name, seed, shard_size, how)
         if old is not None:
             _compare(old["run"], identity, outdir, cli)
         run_sha = _run_sha(identity)
@@ -690,7 +708,7 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         plan = _plan(num_samples, shard_size)
         manifest: dict[str, Any] = {
             "format": FORMAT, "complete": False, "run": identity, "run_sha256": run_sha, "num_samples": num_samples,
-            "batch_size": batch_size, "world_size": group.world, "per_row_seeds": bool(getattr(proc, "per_row_seeds", False)),
+            "batch_size": batch_size, "world_size": group.world,
             "versions": _versions(), "device": str(pipe.device),
             "shards": [s for s in (old or {}).get("shards", []) if isinstance(s, dict)],
         }
@@ -722,7 +740,7 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         try:
             for k in assigned:
                 a, b = plan[k]
-                rows = _draw_shard(proc, a, b, seed, batch_size, bar, f"{spec.name} ({name})")
+                rows = _draw_shard(proc, a, b, seed, step, bar, f"{spec.name} ({name})")
                 mine[k] = _write_shard(outdir, k, a, b, rows, run_sha)
         finally:
             if bar is not None:
@@ -736,7 +754,7 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         rows_written = sum(plan[k][1] - plan[k][0] for k in todo)
         return SampleReport(outdir, spec.name, pipe.variant, name, num_samples, len(plan), len(plan) - len(todo), len(todo),
                             rows_written, seconds, rows_written / seconds if rows_written and seconds > 0 else 0.0,
-                            group.world, group.rank, bool(getattr(proc, "per_row_seeds", False)))
+                            group.world, group.rank, how)
     finally:
         group.close()
 

@@ -83,7 +83,7 @@ def test_rows_depend_on_seed_and_index_only(spec: str, tmp_path: Path) -> None:
     a = quiet(spec, 10, tmp_path / "a", batch_size=3, shard_size=4, seed=5)
     quiet(spec, 10, tmp_path / "b", batch_size=10, seed=5)
     c = quiet(spec, 10, tmp_path / "c", batch_size=3, seed=5, sampler="points-one-row")
-    assert (a.shards, a.per_row_seeds, c.per_row_seeds) == (3, True, False)
+    assert (a.shards, a.batching, c.batching) == (3, "3 rows per call (per-row seeds)", "one row per call")
     ra, rb, rc = (zoo.read_samples(tmp_path / d) for d in "abc")
     same_output(ra, rb)
     same_output(ra, rc)
@@ -106,6 +106,20 @@ def test_f_dpmsolver_rows_are_the_one_row_calls(tmp_path: Path) -> None:
     assert m["run"]["sampler"] == "f-ddim" and m["run"]["params"]["num_inference_steps"] == 10
     assert m["run"]["spec_sha256"] == __import__("registry.sampling", fromlist=["x"]).spec_sha256(zoo.spec("f-dpmsolver"))
     assert [s["rows"] for s in m["shards"]] == [[0, 8], [8, 16], [16, 24]] and "torch" in m["versions"]
+
+
+@pytest.mark.slow  # building the digits UNet variant costs ~10-20 s
+def test_exact_rows_of_a_batched_network_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
+    """f-dpmsolver's digits UNet: a batched convolution may round a row differently for another batch size (so a
+    batched run fixes its batch size), while ``exact=True`` (one call per row) gives the same bytes for any batch size,
+    equal to the one-row calls."""
+    a = quiet("f-dpmsolver", 6, tmp_path / "a", variant="digits", batch_size=6, exact=True)
+    quiet("f-dpmsolver", 6, tmp_path / "b", variant="digits", batch_size=2, shard_size=6, exact=True)
+    assert a.batching == "one row per call"
+    got = zoo.read_samples(a.out)
+    assert got.samples.shape == (6, 1, 8, 8) and torch.equal(got.samples, zoo.read_samples(tmp_path / "b").samples)
+    want = one_row_calls("f-dpmsolver", 6, variant="digits")
+    assert torch.equal(got.samples, torch.cat([w.samples for w in want]))
 
 
 def test_text_rows_round_trip_through_json_lines(tmp_path: Path) -> None:
@@ -200,8 +214,13 @@ def test_another_run_in_the_folder_is_refused(spec: str, tmp_path: Path) -> None
                     ({"sampler": "points-one-row"}, "sampler points there, points-one-row here"), ({"shard_size": 2}, "shard_size 3 there, 2 here")]:
         with pytest.raises(SampleError, match=why):
             quiet(spec, 6, out, batch_size=3, **kw)
+    with pytest.raises(SampleError, match=r"batching 3 rows per call \(per-row seeds\) there, 6 rows per call"):
+        quiet(spec, 6, out, batch_size=6)
     assert files(out) == before
-    assert quiet(spec, 6, out, batch_size=6).shards_kept == 2  # another batch size is the same run (shard size from the folder)
+    assert quiet(spec, 6, out, batch_size=3).shards_kept == 2
+    one = quiet(spec, 6, tmp_path / "exact", batch_size=3, exact=True)
+    assert one.batching == "one row per call" and quiet(spec, 6, one.out, batch_size=5, exact=True).shards_kept == 2
+    same_output(zoo.read_samples(out), zoo.read_samples(one.out))
 
 
 # ----------------------------------------------------------------------------- refusals and usage errors

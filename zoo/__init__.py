@@ -112,6 +112,7 @@ def sample(
     device: str | None = None,
     dtype: str | None = None,
     shard_size: int | None = None,
+    exact: bool = False,
     progress: bool = True,
     trust_remote_code: bool = False,
     _cli: bool = False,
@@ -121,7 +122,8 @@ def sample(
     (``manifest.json`` + safetensors / JSON Lines), row ``i`` seeded from ``(seed, i)`` alone; re-running it
     resumes (kept shards are verified, missing or corrupt ones redone). Under ``torchrun`` every process calls
     it and takes its share of the shards. ``shard_size`` (default: ``batch_size``, or the folder's) rows per
-    shard; ``params`` override the sampler's parameters as for :func:`load`. See :mod:`registry.sampling`
+    shard; ``exact``: one sampler call per row (a row's bytes then never depend on ``batch_size``, even for a
+    batched network); ``params`` override the sampler's parameters as for :func:`load`. See :mod:`registry.sampling`
     (``_cli``: name the options as ``zoo sample``'s flags in errors)."""
     from registry.build import build_pipeline
     from registry.sampling import run_sample
@@ -135,7 +137,7 @@ def sample(
                               trust_remote_code=trust_remote_code, params=params)
 
     return run_sample(spec_, build, num_samples=num_samples, out=out, batch_size=batch_size, seed=seed, sampler=sampler,
-                      variant=variant, device=device, shard_size=shard_size, progress=progress,
+                      variant=variant, device=device, shard_size=shard_size, exact=exact, progress=progress,
                       cli=_cli)
 
 

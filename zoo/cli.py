@@ -325,7 +325,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     shard = _count(args.shard_size, "--shard-size", required=False)
     seed = _count(args.seed, "--seed")
     report = zoo.sample(args.name, n, args.out, batch_size=b, seed=seed, variant=args.variant, sampler=args.sampler,
-                        device=args.device, dtype=args.dtype, shard_size=shard, progress=not args.no_progress,
+                        device=args.device, dtype=args.dtype, shard_size=shard, exact=args.exact, progress=not args.no_progress,
                         trust_remote_code=args.trust_remote_code, _cli=True, **params)
     if report.rank == 0:
         print(printable(report.summary()), file=sys.stderr)
@@ -507,7 +507,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sample", help="write N samples to disk in verified shards (resumable; spread over processes with torchrun)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Rows 0..N-1 of a sampler's population, row i seeded from (--seed, i) alone, so the rows never depend "
-                    "on --batch-size, on the number of processes or on which process made them. DIR gets manifest.json "
+                    "on the number of processes or on which process made them, nor on --batch-size for a row-exact sampler "
+                    "(conformance check per-row-seeds) or with --exact. DIR gets manifest.json "
                     "(spec sha256, variant, sampler, params, seed, versions, device/dtype, one entry per shard with its "
                     "sha256) and shards: tensors as safetensors, other fields as JSON Lines, each written atomically. "
                     "Re-running the command resumes: verified shards are kept, missing or corrupt ones redone; a folder "
@@ -522,7 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", help="spec name or spec file")
     s.add_argument("--num-samples", metavar="N", help="rows to write (required)")
     s.add_argument("--out", metavar="DIR", help="output folder: new, empty, or holding this same run (required)")
-    s.add_argument("--batch-size", metavar="B", default="16", help="rows per sampler call (default 16); never changes a row's value")
+    s.add_argument("--batch-size", metavar="B", default="16",
+                   help="rows per sampler call (default 16); part of the run unless the sampler draws one row per call")
+    s.add_argument("--exact", action="store_true",
+                   help="one sampler call per row: a row's bytes never depend on --batch-size, even for a batched network (slower)")
     s.add_argument("--shard-size", metavar="R", help="rows per shard file (default: --batch-size, or the folder's when resuming)")
     s.add_argument("--seed", default="0", help="base seed S: row i is drawn with seed S * 1000003 + i (default 0)")
     s.add_argument("--variant")
