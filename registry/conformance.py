@@ -425,7 +425,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
 
             def population(pname: str = pname, procedure: Any = procedure) -> None:
-                _check_population(*procedure(pname), pname)
+                _check_population(*procedure(pname), pname, exact=target.device == "cpu")
 
             declared = _declares_population(spec.procedure(pname)[1].target) if section == "samplers" else None
             if declared is not None:
@@ -584,10 +584,11 @@ def _declares_population(target: str) -> str | None:
     return "population" if defines and getattr(cls, "batch_independent", False) else None
 
 
-def _check_population(pipe: Any, proc: Any, pname: str) -> None:
+def _check_population(pipe: Any, proc: Any, pname: str, exact: bool = True) -> None:
     """``zoo sample``'s contract (:mod:`registry.sampling`): rows 0 and 1 of the population drawn in one call with
-    per-row seeds equal the one-row calls ``proc(seed=s_j, **proc.population_inputs(j, j + 1))`` bit for bit
-    (exactly: ``zoo sample`` promises byte-identical rows whatever the batch size), and the output splits into
+    per-row seeds equal the one-row calls ``proc(seed=s_j, **proc.population_inputs(j, j + 1))`` bit for bit on the
+    CPU (``exact``: ``zoo sample`` then gives byte-identical rows whatever the batch size; on an accelerator, whose
+    batched kernels may round per batch shape, to the harness's float tolerance), and the output splits into
     per-row and per-call fields. Without ``per_row_seeds`` only the one-row calls and their split are checked.
     Two rows suffice for the planted errors (every row on the first seed, an input that depends on where the call
     starts, a drift with the batch size) and keep the check cheap for the slow text samplers."""
@@ -601,7 +602,7 @@ def _check_population(pipe: Any, proc: Any, pname: str) -> None:
         batch = split_rows(proc(seed=seeds, **proc.population_inputs(0, 2)), 2, proc)
         assert batch.kinds == singles[0].kinds, f"{pname}: fields of a 2-row call {batch.kinds} vs a one-row call {singles[0].kinds}"
         for j, single in enumerate(singles):
-            assert_same(row_of(batch, j), row_of(single, 0), exact=True, path=f"row {j} (per-row seeds)")
+            assert_same(row_of(batch, j), row_of(single, 0), exact=exact, path=f"row {j} (per-row seeds)")
     assert_models_unchanged(before, pipe.models, pname)
 
 
