@@ -382,3 +382,34 @@ def test_torchrun_run_killed_after_some_shards_resumes_to_the_same_bytes(spec: s
     clean = quiet(spec, 40, tmp_path / "B", batch_size=20, shard_size=2, sleep_s=0.25)
     assert clean.shards == 20
     assert files(tmp_path / "A") == files(tmp_path / "B")
+
+
+# ----------------------------------------------------------------------------- the README's commands
+def readme_commands() -> list[list[str]]:
+    """The shell commands of the README's "Generate at scale" section, split into argv."""
+    import shlex
+
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Generate at scale"):]
+    section = section[: section.index("\n## ", 1)]
+    blocks = section.split("```bash\n")[1:]
+    return [shlex.split(line) for block in blocks for line in block.split("```")[0].splitlines() if line.strip()]
+
+
+def test_readme_generate_at_scale_commands_are_the_tested_ones(tmp_path: Path) -> None:
+    """Every command parses as ``zoo sample`` (alone or after torchrun's own flags); the one-machine command runs as
+    written but for a smaller --num-samples and the folder; the torchrun commands' zoo arguments are its own, which
+    the torchrun tests run."""
+    from zoo.cli import build_parser
+
+    cmds = readme_commands()
+    assert len(cmds) == 3 and cmds[0][:2] == ["zoo", "sample"] and all(c[0] == "torchrun" for c in cmds[1:])
+    zoo_args = [c[1:] if c[0] == "zoo" else c[c.index("-m") + 2:] for c in cmds]
+    for args in zoo_args:
+        assert args[0] == "sample" and build_parser().parse_args(args).command == "sample"
+    assert zoo_args[1] == zoo_args[0]
+    args = list(zoo_args[0])
+    args[args.index("--num-samples") + 1] = "1000"
+    args[args.index("--out") + 1] = str(tmp_path / "run")
+    assert main([*args, "--no-progress"]) == 0
+    assert zoo.read_samples(tmp_path / "run").samples.shape == (1000, 2)
