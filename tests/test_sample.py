@@ -264,9 +264,12 @@ def test_bad_out_is_a_one_line_usage_error(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "other" / "notes.txt").write_text("mine")
     (tmp_path / "badjson").mkdir()
     (tmp_path / "badjson" / "manifest.json").write_text("{not json")
+    assert main(["sample", "f-dpmsolver", "--num-samples", "4", "--out", str(tmp_path / "prev"), "--no-progress"]) == 0
+    capsys.readouterr()
     for out, what in [("afile", "is a file; expected a folder"), ("other", "is not empty and holds no zoo sample run"),
-                      ("badjson", "manifest.json: not valid JSON")]:
-        rc = main(["sample", "f-dpmsolver", "--num-samples", "4", "--out", str(tmp_path / out)])
+                      ("badjson", "manifest.json: not valid JSON"), ("prev --seed 1", "holds another run (seed 0 there, 1 here)")]:
+        out, *more = out.split()
+        rc = main(["sample", "f-dpmsolver", "--num-samples", "4", "--out", str(tmp_path / out), "--no-progress", *more])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and what in err[0], err
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine" and sorted(os.listdir(tmp_path / "other")) == ["notes.txt"]
