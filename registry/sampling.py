@@ -781,7 +781,8 @@ def _output_class(name: Any, importer: Callable[[], None] | None) -> type:
         importer()
         cls = find()
     if cls is None:
-        raise SampleError(f"output class {_short(name, 120)} of this run is not a known registry.outputs.ProcedureOutput here")
+        raise SampleError(f"output class {_short(name, 120)} of this run is not a known registry.outputs.ProcedureOutput here "
+                          "(its spec is not in the catalog: zoo.add_specs(its file or folder), or import its package first)")
     return cls
 
 
