@@ -22,7 +22,6 @@ import hashlib
 import io
 import json
 import os
-import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -132,19 +131,15 @@ def _parse(data: bytes, fmt: Format) -> Any:
     return np.load(io.BytesIO(data), allow_pickle=False)
 
 
-def _read_regular(path: Path, limit: int | None = None) -> bytes | None:
-    """The bytes of a regular file (never a FIFO or device), at most ``limit``; None if absent or not one."""
+def _read_regular(path: Path, limit: int = 1 << 40) -> bytes | None:
+    """The bytes of a regular file (never a FIFO or device; :func:`registry.files.read_spec_bytes`), at most
+    ``limit``; None if absent, not one, or larger."""
+    from .errors import SpecError
+    from .files import read_spec_bytes
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or (limit is not None and st.st_size > limit):
-                return None
-            return f.read()
-    except OSError:
+        return read_spec_bytes(path, limit=limit)
+    except SpecError:
         return None
 
 

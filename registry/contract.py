@@ -440,14 +440,22 @@ def factory_params(fn: Any) -> type[BaseModel]:
     return _FACTORY_PARAMS[fn]
 
 
-def _declared_params(what: str, params: type[BaseModel] | None) -> None:
-    if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
-        raise TypeError(f"{what}(params=...) needs a pydantic model class")
-    if params is not None and params.model_config.get("extra") != "forbid":
-        raise TypeError(f"{what}(params=...): the model must forbid extra keys (subclass FactoryParams)")
-
-
 _CALL_PARAMS: dict[Any, type[BaseModel]] = {}
+
+
+def _registering(kind: str, fn: Any, params: type[BaseModel] | None) -> Any:
+    """``@kind`` / ``@kind(params=Model)``: register ``fn`` for ``kind``, with its declared params model."""
+    if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
+        raise TypeError(f"@{kind}(params=...) needs a pydantic model class")
+    if params is not None and params.model_config.get("extra") != "forbid":
+        raise TypeError(f"@{kind}(params=...): the model must forbid extra keys (subclass FactoryParams)")
+
+    def deco(f: F) -> F:
+        if params is not None:
+            _CALL_PARAMS[f] = params
+        return register(kind, f)
+
+    return deco(fn) if fn is not None else deco
 
 
 def _call_params(fn: Any, kind: str) -> type[BaseModel]:
@@ -470,13 +478,7 @@ def metric_check(fn: Any = None, *, params: type[BaseModel] | None = None) -> An
     derived from the signature after ``pipeline``; sizes without a declared bound are held to
     :mod:`registry.limits`' default caps."""
 
-    def deco(f: F) -> F:
-        _declared_params("@metric_check", params)
-        if params is not None:
-            _CALL_PARAMS[f] = params
-        return register("metric_check", f)
-
-    return deco(fn) if fn is not None else deco
+    return _registering("metric_check", fn, params)
 
 
 def check_params_model(fn: Any) -> type[BaseModel]:
@@ -508,13 +510,7 @@ def transform(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
     special type, e.g. a file inside the spec's folder) or a model derived from the signature after ``model``;
     consent keys are refused and sizes without a declared bound are held to :mod:`registry.limits`' caps."""
 
-    def deco(f: F) -> F:
-        _declared_params("@transform", params)
-        if params is not None:
-            _CALL_PARAMS[f] = params
-        return register("transform", f)
-
-    return deco(fn) if fn is not None else deco
+    return _registering("transform", fn, params)
 
 
 def transform_params(fn: Any) -> type[BaseModel]:

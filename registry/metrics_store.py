@@ -84,10 +84,9 @@ MAX_RECORD_BYTES = 1 << 20
 def spec_identity(spec: Spec, spec_file: str | os.PathLike[str]) -> dict[str, str]:
     """What a record belongs to: the spec file's real path and the sha256 of the resolved (validated,
     ``extends`` applied) spec."""
-    import hashlib
+    from .sampling import spec_sha256  # the engine's one definition (zoo sample's run identity uses it too)
 
-    return {"spec_file": os.path.realpath(spec_file),
-            "spec_sha256": hashlib.sha256(spec.model_dump_json().encode()).hexdigest()}
+    return {"spec_file": os.path.realpath(spec_file), "spec_sha256": spec_sha256(spec)}
 
 
 def _folder(spec: Spec, identity: dict[str, str]) -> Path:

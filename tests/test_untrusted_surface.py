@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -19,20 +18,15 @@ from registry.errors import BuildError, ParamError, SpecError, SpecErrors, ZooEr
 from registry.loader import load_spec_file
 from registry.spec import HubSource
 
+from test_security import DEMO, DEMO_WEIGHTS, FIXTURES, TINY_QWEN, _evil_code  # the shared demo fixtures
+from test_security import _env as _security_env
+
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures"
-DEMO = FIXTURES / "specs" / "demo-gaussian.yaml"
-DEMO_WEIGHTS = FIXTURES / "specs" / "demo-affine.safetensors"
-TINY_QWEN = {"model_type": "qwen2", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
-             "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 64}
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FIXTURES), str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "HF_MODULES_CACHE": str(tmp_path / "hf_modules"), "ZOO_CACHE_DIR": str(tmp_path / "cache"),
-           "ZOO_METRICS_DIR": str(tmp_path / "metrics")}
-    env.update(extra)
-    return env
+    """test_security's subprocess environment, with this test's own metrics store."""
+    return _security_env(tmp_path, **{"ZOO_METRICS_DIR": str(tmp_path / "metrics"), **extra})
 
 
 def _demo(folder: Path, text: str | None = None, name: str = "spec.yaml") -> Path:
@@ -197,15 +191,7 @@ def _tiny_qwen_folder(folder: Path, marker: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     AutoModelForCausalLM.from_config(AutoConfig.for_model(**TINY_QWEN)).save_pretrained(str(folder))
     if marker is not None:
-        (folder / "evil.py").write_text(textwrap.dedent(f"""
-            from pathlib import Path
-            Path({str(marker)!r}).write_text("remote code ran")
-            from transformers import Qwen2Config, Qwen2ForCausalLM
-            class EvilConfig(Qwen2Config):
-                model_type = "evil"
-            class EvilModel(Qwen2ForCausalLM):
-                config_class = EvilConfig
-        """))
+        _evil_code(folder, marker)
         cfg = json.loads((folder / "config.json").read_text())
         cfg.update(model_type="evil", architectures=["EvilModel"],
                    auto_map={"AutoConfig": "evil.EvilConfig", "AutoModelForCausalLM": "evil.EvilModel"})
@@ -221,7 +207,7 @@ def test_hub_id_never_loads_a_folder_of_that_name_in_the_working_directory(tmp_p
     consent ran its code. Now the id is resolved in the HF cache at its revision, or fails offline."""
     from huggingface_hub import constants
 
-    from registry.build import build_model, offline_gaps  # noqa: F401 - offline_gaps: see below
+    from registry.build import build_model
 
     marker = tmp_path / "MARKER"
     work = tmp_path / "work"
@@ -473,7 +459,6 @@ def test_timm_kwargs_are_bounded(kwargs: dict[str, Any], cap: str) -> None:
 
 def test_metric_check_params_are_validated_and_bounded(tmp_path: Path) -> None:
     """`check_params` reached the check function unvalidated (any size, unknown keys as a TypeError)."""
-    import zoo
     from registry.build import build_pipeline
 
     line = 'check: "zoo_demo_plugin:sample_mean_abs"}'
@@ -486,29 +471,26 @@ def test_metric_check_params_are_validated_and_bounded(tmp_path: Path) -> None:
         with pytest.raises(ParamError, match=match) as exc:
             pipe.evaluate(spec.metrics[0].check, **spec.metrics[0].check_params)
         assert "\n" not in str(exc.value)
-    assert zoo is not None
 
 
-def test_transform_config_refuses_consent_keys_and_is_validated(tmp_path: Path) -> None:
+def test_transform_config_refuses_consent_keys_and_is_validated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`transform_config` reached the transform unvalidated (consent keys and any size included)."""
     from registry.build import build_model
     from registry.spec import ZooSource
 
     with pytest.raises(ValueError, match="cannot be set by a spec"):
         ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag",
                   transform_config={"trust_remote_code": True})
-    os.environ["ZOO_ALLOWED_PACKAGES"] = "zoo_demo_plugin,zoo_ext_plugin"
-    try:
-        for cfg, match in [({"nmae": "x"}, "unknown parameter"), ({"name": "x" * 100_000}, "over the limit SPEC_STR"),
-                           ({"name": 3}, "valid string")]:
-            src = ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag", transform_config=cfg)
-            with pytest.raises(ParamError, match=match) as exc:
-                build_model(src, spec_dir=tmp_path)
-            assert "transform_config" in str(exc.value) and "\n" not in str(exc.value)
-        ok = build_model(ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag",
-                                   transform_config={"name": "kept"}), spec_dir=tmp_path)
-        assert ok.zoo_tag == "kept"
-    finally:
-        os.environ["ZOO_ALLOWED_PACKAGES"] = "zoo_demo_plugin"
+    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", "zoo_demo_plugin,zoo_ext_plugin")
+    for cfg, match in [({"nmae": "x"}, "unknown parameter"), ({"name": "x" * 100_000}, "over the limit SPEC_STR"),
+                       ({"name": 3}, "valid string")]:
+        src = ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag", transform_config=cfg)
+        with pytest.raises(ParamError, match=match) as exc:
+            build_model(src, spec_dir=tmp_path)
+        assert "transform_config" in str(exc.value) and "\n" not in str(exc.value)
+    ok = build_model(ZooSource(source="zoo", factory="zoo_ext_plugin:build_lin", transform="zoo_ext_plugin:tag",
+                               transform_config={"name": "kept"}), spec_dir=tmp_path)
+    assert ok.zoo_tag == "kept"
 
 
 @pytest.mark.parametrize("change,match", [({"r": 10**6}, "over the limit ADAPTER_RANK"),
