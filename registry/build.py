@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .contract import SEED_MAX
-from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
+from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
 from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir

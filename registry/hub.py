@@ -11,8 +11,9 @@ network when offline, and a hub id is only ever a hub id.
   (transformers classes, diffusers pipelines and ``AutoModel``), never ``None``, so transformers
   never asks on stdin. ``trust_remote_code=True`` is refused when ``ZOO_DISABLE_REMOTE_CODE=1``.
 * :func:`hub_download` ``(repo, filename, revision)``: one file, cache only when offline.
+* :func:`create_timm_model`: timm architectures; ``pretrained=True`` (unpinned timm weights) refused offline.
 
-``tests/test_hub_surface.py`` parses every module of ``registry/``, ``zoo/`` and ``tools/`` and fails
+``tests/test_untrusted_surface.py`` parses every module of ``registry/``, ``zoo/`` and ``tools/`` and fails
 when any other module calls one of these loaders directly.
 """
 from __future__ import annotations
