@@ -146,6 +146,50 @@ def test_loader_scan_catches_planted_calls() -> None:
     assert [f.split(": ")[1] for f in found] == ["from_pretrained", "getattr", "snapshot_download", "create_model", "load"], found
 
 
+def stdin_reads(source: str, filename: str = "<src>") -> list[str]:
+    """``file:line: what`` for every way ``source`` could read the terminal: ``input()``, ``getpass()``,
+    ``sys.stdin`` / ``sys.__stdin__`` and ``open(0)`` (file descriptor 0), in line order."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source, filename)):
+        what = None
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in ("input", "getpass"):
+                what = name
+            elif name == "open" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == 0:
+                what = "open(0)"
+        elif isinstance(node, ast.Attribute) and node.attr in ("stdin", "__stdin__") and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys":
+            what = f"sys.{node.attr}"
+        if what:
+            out.append((node.lineno, f"{filename}:{node.lineno}: {what}"))
+    return [line for _, line in sorted(out)]
+
+
+def test_stdin_scan_catches_planted_reads() -> None:
+    """Negative control of the stdin scan: every planted read is found; ``subprocess`` keywords are not reads."""
+    planted = textwrap.dedent("""
+        answer = input("run the custom code? [y/N] ")
+        import sys, getpass
+        line = sys.stdin.readline()
+        pw = getpass.getpass()
+        raw = open(0).read()
+        subprocess.run(cmd, stdin=subprocess.DEVNULL)
+    """)
+    assert [f.split(": ")[1] for f in stdin_reads(planted)] == ["input", "sys.stdin", "getpass", "open(0)"], stdin_reads(planted)
+
+
+def test_nothing_in_the_project_reads_stdin() -> None:
+    """No module of registry/, zoo/ or tools/ reads the terminal, so no prompt (a library's or ours) can be
+    answered into consent; the run-time case (transformers' remote-code prompt) is tested above with "y" piped in."""
+    offenders = []
+    for top in ("registry", "zoo", "tools"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            offenders += stdin_reads(path.read_text(), str(path.relative_to(ROOT)))
+    assert not offenders, offenders
+
+
 def test_every_pretrained_loader_call_goes_through_registry_hub() -> None:
     """No module of registry/, zoo/ or tools/ other than registry/hub.py calls a loader directly, so every
     call passes an explicit trust_remote_code and local_files_only (tested on the helper below)."""
