@@ -4,7 +4,7 @@
 * ``<package>/zoo-index.json`` for each method package (default: ``zoo.common`` and every ``zoo.methods.*``; name
   others, e.g. a plugin's top package): every callable the package registers with
   :mod:`registry.contract` (procedures, factories, metric checks, converters, transforms,
-  benchmarks), keyed by each ``"module:attr"`` spelling that reaches it (the defining module and
+  benchmarks, trainers), keyed by each ``"module:attr"`` spelling that reaches it (the defining module and
   the packages re-exporting it), with the JSON Schema of a procedure's ``Params`` and of a
   factory's ``config`` model.
 * ``registry/library_names.json``: the public CamelCase names of transformers and diffusers at
@@ -77,6 +77,8 @@ def package_index(package: str) -> dict[str, Any]:
                 entry["params"] = _schema(obj.Params)
             if "factory" in kinds:
                 entry["params"] = _schema(contract.factory_params(obj))
+            if ("trainer" in kinds or "benchmark" in kinds) and getattr(obj, "zoo_options", None) is not None:
+                entry["params"] = _schema(obj.zoo_options)  # a trainer's spec params / a benchmark's options
             targets[f"{m.__name__}:{attr}"] = entry
     return {"generated_by": "tools/gen_static_index.py", "package": package,
             "targets": dict(sorted(targets.items()))}
