@@ -136,7 +136,6 @@ def bench_usage(name: str = "NAME") -> str:
 
 def run_bench(spec: Any, file: Any, argv: list[str]) -> int:
     """``zoo bench`` of ``spec`` (its ``bench:``, resolved through the allowlist) with the arguments after NAME."""
-    from .contract import benchmark  # noqa: F401 - registration lives there
     from .loader import locate
     from .resolve import resolve
 

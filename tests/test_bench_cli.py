@@ -240,3 +240,20 @@ def test_outputs_stay_inside_the_output_folder(tmp_path: Path) -> None:
         with pytest.raises(ZooError, match="inside the output folder"):
             ctx.path(bad)
     assert ctx.path("a/b.png") == (tmp_path / "out" / "a" / "b.png").resolve()
+
+
+def test_every_converted_builtin_benchmark_shows_the_same_engine_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """`zoo bench NAME --help` of every built-in benchmark in the engine-owned shape lists the engine's five flags
+    under the same heading, then its own options (robuq, probe and deep-forcing at least)."""
+    import zoo
+    from registry.resolve import resolve
+
+    converted = [n for n in zoo.list() if zoo.spec(n).bench and getattr(resolve(zoo.spec(n).bench, kind="benchmark"), "zoo_options", None)]
+    assert {"robuq", "probe", "deep-forcing"} <= set(converted)
+    for name in converted:
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", name, "--help"])
+        assert exc.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert text.startswith(f"usage: zoo bench {name} [-h] [--quick] [--json] [--out-dir DIR] [--seed N]"), text[:200]
+        assert "engine options (the same for every benchmark):" in text and f"{name} options:" in text

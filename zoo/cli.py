@@ -205,7 +205,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     if s.summary:
         print(f"  summary:         {' '.join(s.summary.split())}")
     print("  models:")
-    rows = [[role, v, src.source, getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "") or ""]
+
+    def where(src: Any) -> str:
+        if src.source == "role":  # a derived role, or another spec's declaration (from_spec)
+            origin = f"{src.from_spec}:{src.from_role}" + (f" ({src.from_variant})" if src.from_variant else "") if src.from_spec else src.from_role
+            return f"from {origin}" + (f" + {src.transform}" if src.transform else "")
+        return getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "") or ""
+
+    rows = [[role, v, src.source, where(src)]
             for role, m in s.models.items() for v, src in m.variants.items()]
     for line in _table(rows, "    "):
         builtins.print(line)
@@ -233,6 +240,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             builtins.print(line)
     if s.invariants:
         print(f"  invariants:      {', '.join(s.invariants)}")
+    if s.bench:
+        print(f"  benchmark:       zoo bench {s.name} [--quick] [--out-dir D] ({s.bench}; --help lists its options)")
+    for tname, t in s.training.items():
+        print(f"  training {tname}:  {t.trainer} -> {', '.join(t.produces)} (zoo train {s.name} --only {tname} [--check])")
     return 0
 
 
