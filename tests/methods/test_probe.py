@@ -4,7 +4,6 @@ the timm role as the engine builds it, stage 1 moving the critic's score, stage 
 class-balanced batches, and the zoo run / bench paths."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
