@@ -213,8 +213,28 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
     load_state_strict(module, state, path.name, wloc, source.allow_nonfinite)
 
 
-def apply_transform(model: Any, source: Any, loc: Location) -> Any:
-    """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading."""
+def config_files(source: Any, loc: Location, spec_dir: Path | None, allow_outside: bool | None = None) -> dict[str, Path]:
+    """The ``{file:, sha256:}`` values of a source's ``transform_config``, resolved against the spec file that wrote
+    them (inside its folder tree unless the caller allows more) and verified, as absolute paths by key."""
+    from .loader import origin_dir
+    from .weights import verified_file
+
+    out: dict[str, Path] = {}
+    for key, ref in source.config_files().items():
+        field = f"{loc.field}.transform_config.{key}" if loc.field else f"transform_config.{key}"
+        where = locate(loc.file, field)
+        fallback = spec_dir if spec_dir is not None else (Path(loc.file).resolve().parent if loc.file else None)
+        if fallback is None:
+            raise BuildError(f"transform_config.{key} names a file, but the source has no spec file to resolve it against", where)
+        base = origin_dir(loc.file, tuple(field.split(".")) + ("file",), fallback)
+        out[key] = verified_file(ref.file, ref.sha256, base, where, allow_outside, "file")
+    return out
+
+
+def apply_transform(model: Any, source: Any, loc: Location, spec_dir: Path | None = None,
+                    allow_outside: bool | None = None) -> Any:
+    """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading; each
+    ``{file:, sha256:}`` value is passed as its verified path (:func:`config_files`)."""
     if getattr(source, "transform", None) is None:
         return model
     from .contract import transform_params
@@ -222,7 +242,8 @@ def apply_transform(model: Any, source: Any, loc: Location) -> Any:
     tloc = locate(loc.file, f"{loc.field}.transform")
     fn = resolve(source.transform, tloc, kind="transform")
     at = lambda f: locate(loc.file, f"{loc.field}.{f}" if loc.field else f)  # noqa: E731
-    kwargs = validated_kwargs(_call_model(transform_params, fn, source.transform, tloc), source.transform_config, at,
+    config = {**source.transform_config, **config_files(source, loc, spec_dir, allow_outside)}
+    kwargs = validated_kwargs(_call_model(transform_params, fn, source.transform, tloc), config, at,
                               "transform_config")
     try:
         out = fn(model, **kwargs)
@@ -233,13 +254,14 @@ def apply_transform(model: Any, source: Any, loc: Location) -> Any:
     return model if out is None else out
 
 
-def derive_role(parent: Any, source: RoleSource, *, loc: Location | None = None) -> Any:
+def derive_role(parent: Any, source: RoleSource, *, loc: Location | None = None, spec_dir: Path | None = None,
+                allow_outside: bool | None = None) -> Any:
     """A ``from_role`` role: a deep copy of the parent's built model (unless ``share``), transformed."""
     import copy
 
     loc = loc or Location()
     obj = parent if source.share else copy.deepcopy(parent)
-    return apply_transform(obj, source, loc)
+    return apply_transform(obj, source, loc, spec_dir, allow_outside)
 
 
 def _is_model_class(cls: type) -> bool:
@@ -359,11 +381,11 @@ def build_model(
         obj = call_factory(source.factory, source.config, sub)
         if source.weights is not None:
             _load_weights(obj, source, spec_dir, sub, allow_outside_paths, hub_file_at)
-        return _place(apply_transform(obj, source, loc), device, want_dtype)
+        return _place(apply_transform(obj, source, loc, spec_dir, allow_outside_paths), device, want_dtype)
     if isinstance(source, TimmSource):
         model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
                             allow_outside=allow_outside_paths)
-        return apply_transform(model, source, loc)
+        return apply_transform(model, source, loc, spec_dir, allow_outside_paths)
     if isinstance(source, RoleSource):
         raise BuildError(f"role derived from {source.from_role!r}: built by build_pipeline (derive_role)", loc)
     assert isinstance(source, HubSource)
@@ -408,7 +430,7 @@ def build_model(
         from .weights import load_adapters
 
         model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
-    model = apply_transform(model, source, loc)
+    model = apply_transform(model, source, loc, spec_dir, allow_outside_paths)
     return model if (multi_gpu or not is_model) else _place(model, device, None)
 
 
@@ -490,9 +512,10 @@ def make_procedure(
     overrides: Mapping[str, Any] | None = None,
     file: str | None = None,
     variant: str | None = None,
+    ctx: Any = None,
 ) -> Any:
     """Instantiate a sampler/recipe with its params: spec ``params``, then the spec's
-    ``variant_params`` of ``variant``, then the caller's ``overrides``."""
+    ``variant_params`` of ``variant``, then the caller's ``overrides``; ``ctx`` becomes its ``self.ctx``."""
     section, proc = spec.procedure(name)
     cls = resolve(proc.target, locate(file, f"{section}.{name}.target"), kind="procedure")
     params_cls = getattr(cls, "Params", None)
@@ -524,12 +547,14 @@ def make_procedure(
     if getattr(cls, "mutates_models", False):
         roles = private_copies(roles)
     try:
-        return cls(models=roles, params=params, device=device, dtype=_torch_dtype(dtype))
+        proc = cls(models=roles, params=params, device=device, dtype=_torch_dtype(dtype))
     except ZooError:
         raise
     except Exception as exc:  # noqa: BLE001 - one line naming the procedure, never a traceback
         raise BuildError(f"{proc.target} could not be built with these params: {_one_line(exc)}",
                          locate(file, f"{section}.{name}")) from exc
+    proc.ctx = ctx
+    return proc
 
 
 def missing_roles(spec: Spec, name: str, variant: str | None, models: Mapping[str, Any]) -> list[str]:
@@ -552,6 +577,7 @@ class Pipeline:
     file: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)  # procedure -> why it is not built here
     skipped: list[str] = field(default_factory=list)  # variants passed over by the automatic choice, with why
+    ctx: Any = field(default=None, repr=False)  # the registry.context.Context it was built with (metric checks: pipeline.ctx)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -637,7 +663,11 @@ def build_pipeline(
     params: Mapping[str, Any] | None = None,
     use_cache: bool = True,
     allow_outside_paths: bool | None = None,
+    ctx: Any = None,
 ) -> Pipeline:
+    """Build ``spec``'s pipeline (see :func:`zoo.load`). ``ctx`` is the :class:`~registry.context.Context`
+    its procedures and metric checks see (``self.ctx``, ``pipeline.ctx``); by default a new one for this
+    spec, file, variant, device and dtype."""
     fname = str(file) if file else None
     spec_dir = Path(file).resolve().parent if file else Path.cwd()
     check_requires(spec, fname)
@@ -652,34 +682,130 @@ def build_pipeline(
     default = sampler or spec.default_for(chosen)
     if default not in spec.samplers and default not in spec.recipes:
         raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
-    models: dict[str, Any] = {}
-    keys: dict[str, tuple[Any, ...]] = {}
-    for role in spec.build_order(chosen):
-        source = spec.models[role].variants[chosen]
-        loc = locate(fname, f"models.{role}.variants.{chosen}")
-        parent = (keys[source.from_role],) if isinstance(source, RoleSource) else ()
-        key = (fname, spec.name, role, chosen, dev, dtype, source.model_dump_json(), *parent)
-        keys[role] = key
-        with _cache_lock:
-            cached = _cache.get(key) if use_cache else None
-        if cached is None:
-            if isinstance(source, RoleSource):
-                cached = derive_role(models[source.from_role], source, loc=loc)
-            else:
-                cached = build_model(source, spec_dir=source_dir(fname, role, chosen, spec_dir), device=dev, dtype=dtype, trust_remote_code=trust_remote_code, loc=loc, multi_gpu=hw.gpus > 1,
-                                     allow_outside_paths=allow_outside_paths)
-            if use_cache:
-                with _cache_lock:
-                    _cache[key] = cached
-        models[role] = cached
+    if ctx is None:
+        from .context import Context
+
+        ctx = Context(spec, file, variant=chosen, device=device, dtype=dtype, use_cache=use_cache,
+                      trust_remote_code=trust_remote_code)
+    models, _ = build_models(spec, file=file, variant=chosen, device=dev, dtype=dtype, trust_remote_code=trust_remote_code,
+                             use_cache=use_cache, allow_outside_paths=allow_outside_paths)
     procs, unavailable = {}, {}
     for name in [*spec.samplers, *spec.recipes]:
         missing = missing_roles(spec, name, chosen, models)
         if missing and name != default:
             unavailable[name] = f"needs role {missing[0]!r}, which has no source for variant {chosen}"
             continue
-        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen)
-    return Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped)
+        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen, ctx)
+    pipe = Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped, ctx)
+    ctx.adopt(pipe, params)
+    return pipe
+
+
+def build_models(spec: Spec, *, file: str | Path | None, variant: str, device: str, dtype: str | None = None,
+                 roles: list[str] | None = None, trust_remote_code: bool = False, use_cache: bool = True,
+                 allow_outside_paths: bool | None = None,
+                 _chain: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, tuple[Any, ...]]]:
+    """The built roles of ``variant`` (all, or ``roles`` and the roles they derive from) and their cache keys,
+    from the process-wide cache where possible. A ``from_spec`` role is built by the named spec's own
+    declaration (its file, folder and sha256) under that spec's cache key, so specs sharing a checkpoint share
+    one built model."""
+    fname = str(file) if file else None
+    spec_dir = Path(file).resolve().parent if file else Path.cwd()
+    order = spec.build_order(variant)
+    if roles is not None:
+        needed: set[str] = set()
+        stack = list(roles)
+        while stack:
+            r = stack.pop()
+            if r in needed:
+                continue
+            needed.add(r)
+            src = spec.models[r].variants[variant]
+            if isinstance(src, RoleSource) and src.from_spec is None:
+                stack.append(src.from_role)
+        order = [r for r in order if r in needed]
+    multi_gpu = spec.hardware[variant].gpus > 1
+    models: dict[str, Any] = {}
+    keys: dict[str, tuple[Any, ...]] = {}
+    for role in order:
+        source = spec.models[role].variants[variant]
+        loc = locate(fname, f"models.{role}.variants.{variant}")
+        parent: tuple[Any, ...] = ()
+        parent_obj: Any = None
+        if isinstance(source, RoleSource):
+            if source.from_spec is not None:
+                parent_obj, parent_key = _foreign_role(spec, source, variant, device, dtype, loc, trust_remote_code, use_cache,
+                                                       allow_outside_paths, (*_chain, spec.name))
+            else:
+                parent_obj, parent_key = models[source.from_role], keys[source.from_role]
+            parent = (parent_key,)
+        key = (fname, spec.name, role, variant, device, dtype, source.model_dump_json(), *parent)
+        keys[role] = key
+        with _cache_lock:
+            cached = _cache.get(key) if use_cache else None
+        if cached is None:
+            if isinstance(source, RoleSource):
+                cached = derive_role(parent_obj, source, loc=loc, spec_dir=spec_dir, allow_outside=allow_outside_paths)
+            else:
+                cached = build_model(source, spec_dir=source_dir(fname, role, variant, spec_dir), device=device, dtype=dtype,
+                                     trust_remote_code=trust_remote_code, loc=loc, multi_gpu=multi_gpu,
+                                     allow_outside_paths=allow_outside_paths)
+            if use_cache:
+                with _cache_lock:
+                    _cache[key] = cached
+        models[role] = cached
+    return models, keys
+
+
+_FOREIGN: dict[str, tuple[Path, tuple[int, int], Spec]] = {}
+
+
+def spec_by_name(name: str, loc: Location) -> tuple[Spec, Path]:
+    """The validated spec the catalog knows as ``name`` (built-ins, ``zoo.specs`` plugins, ``ZOO_SPECS_PATH``) and
+    its file, re-read when the file changed; one located line when there is none or it does not validate."""
+    from .errors import SpecErrors
+    from .loader import find_spec_by_name, load_spec_file
+
+    path = find_spec_by_name(name)
+    if path is None:
+        raise BuildError(f"no spec named {name!r} in the catalog (built-ins, zoo.specs plugins, ZOO_SPECS_PATH)", loc)
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError as exc:
+        raise BuildError(f"spec {name!r} ({path}) cannot be read: {exc}", loc) from None
+    hit = _FOREIGN.get(name)
+    if hit is not None and hit[0] == path and hit[1] == stamp:
+        return hit[2], path
+    try:
+        other = load_spec_file(path)
+    except (SpecError, SpecErrors) as exc:
+        raise BuildError(f"spec {name!r} ({path}) does not validate: {' '.join(str(exc).split())[:300]}", loc) from None
+    _FOREIGN[name] = (path, stamp, other)
+    return other, path
+
+
+def _foreign_role(spec: Spec, source: RoleSource, variant: str, device: str, dtype: str | None, loc: Location,
+                  trust_remote_code: bool, use_cache: bool, allow_outside_paths: bool | None,
+                  chain: tuple[str, ...]) -> tuple[Any, tuple[Any, ...]]:
+    """``(model, cache key)`` of role ``from_role`` of spec ``from_spec`` at ``from_variant`` (default: ``variant``)."""
+    assert source.from_spec is not None
+    if source.from_spec in chain:
+        raise BuildError(f"from_spec cycle: {' -> '.join((*chain, source.from_spec))}", locate(loc.file, f"{loc.field}.from_spec"))
+    other, other_file = spec_by_name(source.from_spec, locate(loc.file, f"{loc.field}.from_spec"))
+    v = source.from_variant or variant
+    role = source.from_role
+    if role not in other.models or v not in other.models[role].variants:
+        raise BuildError(f"spec {other.name!r} has no role {role!r} with a {v} variant "
+                         f"(roles of {v}: {', '.join(other.roles_of(v)) if v in other.variants else 'none: no such variant'})",
+                         locate(loc.file, f"{loc.field}.from_role"))
+    refusal = other.hardware[v].refusal(v)
+    if refusal:
+        raise BuildError(f"spec {other.name!r}: {refusal}", locate(loc.file, f"{loc.field}.from_spec"))
+    built, keys = build_models(other, file=other_file, variant=v, device=device, dtype=dtype, roles=[role],
+                               trust_remote_code=trust_remote_code, use_cache=use_cache,
+                               allow_outside_paths=allow_outside_paths, _chain=chain)
+    return built[role], keys[role]
 
 
 class ZooWarning(UserWarning):

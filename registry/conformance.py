@@ -109,13 +109,28 @@ class Target:
     dtype: str | None = None
 
 
-def _pipeline(entry: Entry, variant: str, target: Target = Target()) -> Any:
-    from .build import build_pipeline
+_contexts: dict[tuple[str, str, str | None], Any] = {}
 
+
+def context_for(entry: Entry, target: Target = Target()) -> Any:
+    """The :class:`~registry.context.Context` the checks of ``entry`` share on ``target`` (one per spec file and
+    target): its pipelines are built once, and invariants taking ``ctx`` get it (variant: the first runnable CPU one)."""
+    from .context import Context
+
+    assert entry.spec is not None
+    key = (str(entry.path), target.device, target.dtype)
+    ctx = _contexts.get(key)
+    if ctx is None or ctx.spec is not entry.spec:
+        runnable = runnable_cpu_variants(entry.spec)
+        ctx = Context(entry.spec, entry.path, variant=runnable[0] if runnable else None, device=target.device, dtype=target.dtype)
+        _contexts[key] = ctx
+    return ctx
+
+
+def _pipeline(entry: Entry, variant: str, target: Target = Target()) -> Any:
     key = (str(entry.path), variant, target.device, target.dtype)
     if key not in _pipelines:
-        assert entry.spec is not None
-        _pipelines[key] = build_pipeline(entry.spec, file=entry.path, variant=variant, device=target.device, dtype=target.dtype)
+        _pipelines[key] = context_for(entry, target).pipeline(variant)
     return _pipelines[key]
 
 
@@ -323,22 +338,22 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
 
     checks.append(Check(name, f"{name}::requires", requires))
 
-    # shipped weights: present and matching, for every variant
-    for role, model in spec.models.items():
-        for v, src in model.variants.items():
-            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
+    # shipped files (weights: and {file:, sha256:} transform_config values): present and matching, for every variant
+    from .context import declared_files
 
-                def weights(src: Any = src, role: str = role, v: str = v) -> None:
-                    from .build import local_path, sha256_file
-                    from .loader import locate, source_dir
+    for declared in declared_files(spec, file).values():
+        parts = declared.field.split(".")  # models.<role>.variants.<v>.weights | ...transform_config.<key>
+        label = f"{parts[1]}.{parts[3]}" + (f".{parts[-1]}" if parts[4] == "transform_config" else "")
+        kind = "weights" if parts[4] == "weights" else "file"
 
-                    field = f"models.{role}.variants.{v}.weights"  # inside the folder of the file that names it, or no hash
-                    path = local_path(src.weights, source_dir(file, role, v, entry.path.parent), locate(file, field), None, "weights")
-                    assert path.is_file(), f"{path} is missing"
-                    actual = sha256_file(path)
-                    assert actual == src.sha256, f"{path.name}: sha256 {actual} != spec {src.sha256}"
+        def shipped(declared: Any = declared) -> None:
+            from .build import sha256_file
 
-                checks.append(Check(name, f"{name}::weights[{role}.{v}]", weights))
+            assert declared.path.is_file(), f"{declared.path} is missing"
+            actual = sha256_file(declared.path)
+            assert actual == declared.sha256, f"{declared.path.name}: sha256 {actual} != spec {declared.sha256}"
+
+        checks.append(Check(name, f"{name}::{kind}[{label}]", shipped))
 
     # every CPU variant builds (a non-runnable one is SKIP with its status, never PASS)
     cpu = cpu_variants(spec)
@@ -487,7 +502,9 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             found = registered_invariants(impl)
             if inv not in found:
                 raise AssertionError(f"invariant {inv!r} is not registered by {impl} (registered: {', '.join(sorted(found)) or 'none'})")
-            found[inv]()
+            from .contract import call_invariant
+
+            call_invariant(found[inv], context_for(entry, target))
 
         checks.append(Check(name, f"{name}::invariant[{inv}]", invariant_check))
 

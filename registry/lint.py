@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ResolveError, SpecError
-from .loader import locate, source_dir, spec_roots, within
+from .loader import locate, origin_dir, source_dir, spec_roots, within
 from .resolve import allowed_packages
-from .spec import HubSource, Spec, TimmSource, ZooSource
+from .spec import HubSource, RoleSource, Spec, TimmSource, ZooSource
 
 
 def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecError]:
@@ -121,6 +121,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
     for i, metric in enumerate(spec.metrics):
         call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
+    for tname, entry in spec.training.items():
+        params(target(entry.trainer, f"training.{tname}.trainer", "trainer"), entry.params, f"training.{tname}.params")
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"
@@ -148,6 +150,24 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                 if known is not None and not known[0]:
                     hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
                     errors.append(SpecError(f"timm has no model {src.model_name!r}{hint}", locate(file, f"{field}.model_name")))
+            for key, ref in src.config_files().items():
+                at = ("models", role, "variants", variant, "transform_config", key, "file")
+                path = origin_dir(file, at, Path(file).parent) / ref.file
+                here = locate(file, ".".join(at[:-1]))
+                if not any(within(root, path) for root in (*spec_roots(file), origin_dir(file, at, Path(file).parent).resolve())):
+                    errors.append(SpecError(f"file {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)", here))
+                elif not path.is_file():
+                    errors.append(SpecError(f"file {path} does not exist", here))
+                else:
+                    from .build import sha256_file
+
+                    if sha256_file(path) != ref.sha256:
+                        errors.append(SpecError(f"sha256 mismatch for {path.name}: file has {sha256_file(path)}",
+                                                locate(file, ".".join(at[:-1]) + ".sha256")))
+            if isinstance(src, RoleSource) and src.from_spec is not None:
+                problem = foreign_role_problem(src, variant)
+                if problem:
+                    errors.append(SpecError(problem, locate(file, f"{field}.from_spec")))
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 
@@ -163,3 +183,24 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                         f"sha256 mismatch for {path.name}: file has {sha256_file(path)}", locate(file, f"{field}.sha256")
                     ))
     return errors
+
+
+def foreign_role_problem(src: RoleSource, variant: str) -> str | None:
+    """Why a ``from_spec`` role cannot be built (no such catalogued spec, no such role or variant), or None;
+    reads the named spec's YAML only (no validation of it, no import)."""
+    from .errors import SpecError as _SpecError
+    from .loader import find_spec_by_name, read_document
+
+    assert src.from_spec is not None
+    path = find_spec_by_name(src.from_spec)
+    if path is None:
+        return f"no spec named {src.from_spec!r} in the catalog (built-ins, zoo.specs plugins, ZOO_SPECS_PATH)"
+    try:
+        data = read_document(path).data
+    except _SpecError as exc:
+        return f"spec {src.from_spec!r} cannot be read: {exc}"
+    v = src.from_variant or variant
+    role = ((data or {}).get("models") or {}).get(src.from_role) if isinstance(data, dict) else None
+    if not isinstance(role, dict) or v not in (role.get("variants") or {}):
+        return f"spec {src.from_spec!r} has no role {src.from_role!r} with a {v} variant"
+    return None

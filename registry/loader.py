@@ -588,6 +588,17 @@ def find_spec_by_name(name: str, exclude: Path | None = None) -> Path | None:
     return None
 
 
+def origin_dir(file: str | None, path: PathKey, fallback: Path) -> Path:
+    """The folder of the spec file that wrote the value at ``path`` (a parent's, when inherited through
+    ``extends``): where a relative file name written there resolves."""
+    if file is None:
+        return fallback
+    doc = _document(file)
+    if tuple(path) not in doc.positions:
+        return fallback
+    return Path(doc.origins.get(tuple(path), doc.file)).resolve().parent
+
+
 def source_dir(file: str | None, role: str, variant: str, fallback: Path) -> Path:
     """The folder a model source's relative paths (``weights``, a local ``id``, ``adapters``) resolve
     against: the folder of the spec file that wrote them, so paths inherited through ``extends``
@@ -686,6 +697,11 @@ def check_paths(spec: Spec, doc: Document, roots: tuple[Path, ...], root: str | 
                 outside = _outside(base / weights, where, "the weights file")
                 if outside:
                     problems.append(SpecError(outside, doc.location(at + ("weights",))))
+            for key, ref in src.config_files().items():
+                base, where = tree(at + ("transform_config", key, "file"))
+                outside = _outside(base / ref.file, where, "the file")
+                if outside:
+                    problems.append(SpecError(outside, doc.location(at + ("transform_config", key, "file"))))
             for i, adapter in enumerate(getattr(src, "adapters", None) or []):
                 base, where = tree(at + ("adapters",))
                 outside = _outside(base / adapter.path, where, "the adapter folder") if adapter.path else None

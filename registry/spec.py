@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 TARGET_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
@@ -156,20 +156,64 @@ class TinyCheckpoint(Strict):
     )
 
 
+def normalized_file(rel: str) -> str:
+    """A spec-relative file name as the spec's declarations are compared (``./weights//x`` -> ``weights/x``)."""
+    import posixpath
+
+    return posixpath.normpath(rel.replace("\\", "/"))
+
+
+class SpecFile(Strict):
+    """A file shipped beside the spec, as a value of ``transform_config``: the engine resolves it against the
+    spec file that wrote it (inside that file's folder tree), verifies its sha256 exactly like ``weights:``, and
+    calls the transform with the verified absolute :class:`pathlib.Path` in its place."""
+
+    doc_example: ClassVar[str] = """
+transform_config: {packed: {file: weights/my-method-packed.safetensors, sha256: <64-hex>}, bits: 4}
+"""
+
+    file: str = Field(description="path relative to the spec file (inside its folder tree)")
+    sha256: str = Field(pattern=SHA256_RE, description="sha256 of the file; the engine refuses any other bytes")
+
+    @field_validator("file")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if not v or v.startswith(("/", "~")) or ".." in v.replace("\\", "/").split("/"):
+            raise ValueError(f"expected a path relative to the spec file without '..', got {v!r}")
+        return v
+
+
 class Transformable(Strict):
     """Fields every source shares: a post-load transform (see docs/writing-a-method.md)."""
 
     transform: Target | None = Field(
         None, description='"pkg.module:fn" registered as a transform, called as fn(model, **transform_config) after loading; returns the model (or None: changed in place)'
     )
-    transform_config: ConsentFree = Field({}, description="keyword arguments of the transform, validated against its "
-                                          "params model (consent keys refused)")
+    transform_config: ConsentFree = Field(
+        {}, description="keyword arguments of the transform, validated against its params model (consent keys "
+        "refused); a value {file: <relative path>, sha256: <64-hex>} is a shipped file (SpecFile): resolved and "
+        "verified like weights:, passed as a pathlib.Path"
+    )
 
     @model_validator(mode="after")
     def _transform_config(self) -> "Transformable":
         if self.transform_config and self.transform is None:
             raise ValueError("transform_config: given without a transform")
+        for key, value in self.transform_config.items():
+            if isinstance(value, dict) and "file" in value:
+                try:
+                    SpecFile.model_validate(value)
+                except ValidationError as exc:
+                    err = exc.errors(include_url=False)[0]
+                    where = ".".join(str(p) for p in err["loc"])
+                    msg = err["msg"].removeprefix("Value error, ")
+                    raise ValueError(f"transform_config.{key}{'.' + where if where else ''}: {msg} "
+                                     "(a file entry is {file: <relative path>, sha256: <64-hex>})") from None
         return self
+
+    def config_files(self) -> dict[str, SpecFile]:
+        """The ``transform_config`` entries that are shipped files, by key."""
+        return {k: SpecFile.model_validate(v) for k, v in self.transform_config.items() if isinstance(v, dict) and "file" in v}
 
 
 class HubFile(Strict):
@@ -406,11 +450,26 @@ models:
     kind: dit
     variants:
       toy: {source: role, from_role: dit, transform: "my_plugin.quant:quantise", transform_config: {bits: 8}}
+  unet:   # another spec's declaration of a shared checkpoint, built (and cached) once for both
+    kind: unet
+    variants:
+      toy: {source: role, from_spec: digits, from_role: unet, share: true}
 """
 
     source: Literal["role"]
     from_role: str = Field(description="the role whose built model is copied")
+    from_spec: Name | None = Field(
+        None, description="the catalogued spec that declares `from_role` (default: this spec); its declaration (factory, "
+        "weights, sha256, folder) builds the model, so a checkpoint several specs use is declared once"
+    )
+    from_variant: Name | None = Field(None, description="with from_spec: that spec's variant (default: this variant's name)")
     share: bool = Field(False, description="hand the transform the parent's object itself instead of a deep copy (it must not mutate it)")
+
+    @model_validator(mode="after")
+    def _foreign(self) -> "RoleSource":
+        if self.from_variant is not None and self.from_spec is None:
+            raise ValueError("from_variant: only with from_spec (a role of this spec has this variant)")
+        return self
 
 
 ModelSource = Annotated[Union[HubSource, TimmSource, ZooSource, RoleSource], Field(discriminator="source")]
@@ -452,6 +511,26 @@ recipes:
     produces: str | None = Field(
         None, description="a training recipe's output role: conformance reloads what it returns into that role's factory (strict)"
     )
+    description: str | None = None
+
+
+class TrainingSpec(Strict):
+    """How a shipped file is made: a registered trainer (``@registry.contract.trainer``) and the files of this spec
+    it writes. ``zoo train NAME [--check] [--out-dir D]`` runs it; ``--check`` compares each written file's sha256
+    with the spec's declaration of that file (the ``weights:`` or ``{file:, sha256:}`` entry naming it)."""
+
+    doc_example: ClassVar[str] = """
+training:
+  toy: {trainer: "my_plugin.train:train_toy", produces: [weights/my-method-toy.safetensors], params: {steps: 800}}
+"""
+
+    trainer: Target = Field(description='"pkg.module:fn" registered as a trainer: fn(ctx, opts) writes its files into ctx.out_dir')
+    produces: list[str] = Field(
+        min_length=1, max_length=64,
+        description="the files it writes, as this spec names them (each must be declared by a weights: or a "
+        "{file:, sha256:} entry of this spec); written to the output folder under their base names",
+    )
+    params: ConsentFree = Field({}, description="the trainer's options (validated by its options model)")
     description: str | None = None
 
 
@@ -556,7 +635,11 @@ class Spec(Strict):
     metrics: list[Metric] = []
     invariants: list[str] = []
     bench: Target | None = Field(
-        None, description="the method's benchmark, main(argv: list[str]) -> int, run by `zoo bench NAME [--quick] [args]`"
+        None, description="the method's benchmark, @benchmark(options=Model) fn(ctx, opts) -> dict, run by "
+        "`zoo bench NAME [--quick] [--json] [--out-dir D] [--seed N] [options]` (older: main(argv) -> int)"
+    )
+    training: dict[Name, TrainingSpec] = Field(
+        {}, description="how the shipped files are made: name -> trainer and the files it produces (`zoo train NAME`)"
     )
     docs: str | None = None
 
@@ -618,7 +701,33 @@ class Spec(Strict):
         for m in self.metrics:
             if m.variant not in self.variants:
                 raise ValueError(f"metrics: {m.name!r} refers to unknown variant {m.variant!r}")
+        declared = self.declared_files()
+        seen: dict[str, str] = {}
+        for tname, entry in self.training.items():
+            for rel in entry.produces:
+                if normalized_file(rel) not in declared:
+                    raise ValueError(f"training.{tname}.produces: {rel!r} is not a file this spec declares (a weights: "
+                                     "entry or a {file:, sha256:} value of a transform_config); declare it with its sha256")
+                base = normalized_file(rel).rsplit("/", 1)[-1]
+                if base in seen:
+                    raise ValueError(f"training.{tname}.produces: {rel!r} has the same file name as {seen[base]!r} "
+                                     "(produced files are written under their base names)")
+                seen[base] = rel
         return self
+
+    def declared_files(self) -> dict[str, tuple[str, str]]:
+        """Every shipped file the spec declares with its sha256: normalised relative path -> ``(sha256, field)``
+        (``weights:`` of a zoo/timm source, ``{file:, sha256:}`` values of a ``transform_config``)."""
+        out: dict[str, tuple[str, str]] = {}
+        for role, model in self.models.items():
+            for variant, src in model.variants.items():
+                at = f"models.{role}.variants.{variant}"
+                weights = getattr(src, "weights", None)
+                if isinstance(weights, str) and getattr(src, "sha256", None):
+                    out.setdefault(normalized_file(weights), (src.sha256, f"{at}.weights"))  # type: ignore[union-attr]
+                for key, ref in src.config_files().items():
+                    out.setdefault(normalized_file(ref.file), (ref.sha256, f"{at}.transform_config.{key}"))
+        return out
 
     def default_for(self, variant: str) -> str:
         """The procedure a pipeline of ``variant`` calls when the caller names none."""
@@ -642,7 +751,7 @@ class Spec(Strict):
                 raise ValueError(f"models.{role}.variants.{variant}.from_role: cycle {' -> '.join(cycle)}")
             state[role] = 1
             src = self.models[role].variants[variant]
-            if isinstance(src, RoleSource):
+            if isinstance(src, RoleSource) and src.from_spec is None:
                 parent = src.from_role
                 if parent not in self.models or variant not in self.models[parent].variants:
                     raise ValueError(f"models.{role}.variants.{variant}.from_role: role {parent!r} has no source for variant {variant}")

@@ -30,6 +30,21 @@ def sha256_file(path: Path) -> str:
 
 
 # ----------------------------------------------------------------------------- files
+def verified_file(rel: str, sha256: str, base: Path, loc: Location, allow_outside: bool | None = None,
+                  what: str = "file") -> Path:
+    """A file a spec names: ``rel`` resolved against ``base`` (the folder of the spec file that wrote it), inside
+    that folder tree unless the caller allows more, present, and with exactly the declared ``sha256``."""
+    from .build import local_path
+
+    path = local_path(rel, base, loc, allow_outside, what)
+    if not path.is_file():
+        raise BuildError(f"{what} {path} does not exist (its spec's training: entry makes it: zoo train NAME)", loc)
+    actual = sha256_file(path)
+    if actual != sha256:
+        raise BuildError(f"sha256 mismatch for {path.name}: expected {sha256}, file has {actual}", loc)
+    return path
+
+
 def hub_file(ref: HubFile, loc: Location) -> Path:
     """Path of a hub file in the local cache, downloaded unless offline (then cache only)."""
     from .hub import hub_download
@@ -48,7 +63,7 @@ def read_state(path: Path, sha256: str | None, loc: Location, sha_loc: Location 
     ``torch_format=True``, whatever ``weights_only`` can rebuild: nested dicts/lists of tensors and
     plain values). Without ``torch_format`` only safetensors is read."""
     if not path.is_file():
-        raise BuildError(f"weights file {path} does not exist (run the tools/ script that produces it)", loc)
+        raise BuildError(f"weights file {path} does not exist (its spec's training: entry makes it: zoo train NAME)", loc)
     if sha256 is not None:
         actual = sha256_file(path)
         if actual != sha256:
