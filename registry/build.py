@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
-from .hardware import Machine, default_device, detect, fits, offline
+from .hardware import Machine, default_device, detect, device_problem, fits, offline
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
@@ -47,6 +47,26 @@ def check_seed(seed: Any, where: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
         raise ParamError(f"expected an integer in [0, 2**63 - 1], got {seed!r}", Location(field=where))
     return seed
+
+
+#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64")
+
+
+def dtype_name(dtype: Any, where: str = "dtype") -> str | None:
+    """A caller's dtype as its name: ``None``, a name (``"float32"``, ``"torch.float32"``) or a
+    ``torch.dtype`` (``torch.float32``); anything else is a one-line ParamError. Never imports torch."""
+    if dtype is None:
+        return None
+    if type(dtype).__name__ == "dtype" and type(dtype).__module__ == "torch":
+        name = str(dtype).removeprefix("torch.")
+    elif isinstance(dtype, str):
+        name = dtype.removeprefix("torch.")
+    else:
+        raise ParamError(f"expected a dtype ({', '.join(DTYPE_NAMES)}, or torch.float32 ...), got {dtype!r}", Location(field=where))
+    if name not in DTYPE_NAMES:
+        raise ParamError(f"expected one of {', '.join(DTYPE_NAMES)} (a name or a torch.dtype), got {dtype!r}", Location(field=where))
+    return name
 
 
 def validation_error(exc: ValidationError, model: type, where: Any, from_caller: set[str] | frozenset[str] = frozenset()) -> ParamError:
@@ -555,7 +575,7 @@ def build_pipeline(
     file: str | Path | None = None,
     variant: str | None = None,
     device: str | None = None,
-    dtype: str | None = None,
+    dtype: Any = None,
     sampler: str | None = None,
     trust_remote_code: bool = False,
     machine: Machine | None = None,
@@ -565,8 +585,11 @@ def build_pipeline(
 ) -> Pipeline:
     fname = str(file) if file else None
     spec_dir = Path(file).resolve().parent if file else Path.cwd()
+    dtype = dtype_name(dtype)
     check_requires(spec, fname)
     machine = machine or detect()
+    if device is not None and (problem := device_problem(str(device), machine)):
+        raise HardwareError(problem, Location(field="device"))
     skipped: list[str] = []
     chosen, dev = choose_variant(spec, variant, device, machine, fname, sampler=sampler, spec_dir=spec_dir, skipped=skipped)
     if skipped:

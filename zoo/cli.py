@@ -75,19 +75,37 @@ def _extra_options(extra: list[str]) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- commands
+def _variants_cell(header: dict[str, Any], limit: int = 4) -> str:
+    """``zoo list``'s variants: every name with its status when there are at most ``limit``, else the runnable
+    ones and a count per status (``toy, +6 declared-only``); ``zoo show NAME`` lists them all."""
+    status = header.get("status") or {}
+    variants = list(header["variants"])
+    if len(variants) <= limit:
+        return ", ".join(f"{v} ({status[v]})" if v in status else v for v in variants)
+    counts: dict[str, int] = {}
+    for v in variants:
+        if v in status:
+            counts[status[v]] = counts.get(status[v], 0) + 1
+    return ", ".join([v for v in variants if v not in status] + [f"+{n} {st}" for st, n in counts.items()])
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
+    from registry.catalog import FilterError
+    from registry.errors import Location
+
     cat = zoo.catalog()
+    try:  # a filter no spec can match is a typo: one line with did-you-mean, exit 2
+        cat.check_filters(task=args.task, tags=args.tag or None, fits=args.fits)
+    except FilterError as exc:
+        raise FilterError(exc.message, Location(None, None, None, f"--{exc.location.field}")) from None
+    names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
     by_name = {e.name: e.header or {} for e in cat.entries()}  # the index's headers: no YAML parsed
     headers = [by_name[n] for n in names]
     if args.json:
         print(json.dumps([{k: h[k] for k in ("name", "task", "title", "tags", "variants")} for h in headers], indent=2))
     else:
-        rows = []
-        for h in headers:
-            status = h.get("status") or {}
-            rows.append([h["name"], h["task"], ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"]), h["title"]])
-        for line in _table(rows):
+        rows = [[h["name"], h["task"], _variants_cell(h), h["title"]] for h in headers]
+        for line in _table(rows, header=["name", "task", "variants", "title"] if rows else None, stack_last=40):
             print(line)
     broken = cat.broken()
     for b in broken:
@@ -124,20 +142,18 @@ def _paint(text: str, style: str) -> str:
     return f"\ue000{_NONCE}{_STYLES[style]}\ue001{text}\ue000{_NONCE}0\ue001"
 
 
-def _table(rows: list[list[str]], indent: str = "", styles: list[str | None] | None = None) -> list[str]:
-    """Rows as aligned columns. Every cell is escaped with :func:`printable` *before* widths are
-    measured and colour added, so spec text can never inject control characters or codes."""
-    cells = [[printable(str(c)) for c in row] for row in rows]
-    if not cells:
-        return []
-    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(len(r) for r in cells))]
-    out = []
-    for k, row in enumerate(cells):
-        parts = [c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row)]
-        line = indent + "  ".join(parts)
-        style = styles[k] if styles else None
-        out.append(_paint(line, style) if style else line)
-    return out
+_SGR = re.compile("\x1b\\[([0-9;]*)m")
+
+
+def _table(rows: list[list[str]], indent: str = "", styles: list[str | None] | None = None,
+           header: list[str] | None = None, stack_last: int | None = None, no_wrap: tuple[int, ...] = (0,)) -> list[str]:
+    """Rows as a table (:mod:`zoo.tables`): fitted to the terminal and coloured on a TTY, plain aligned
+    columns in a pipe. Every cell is escaped with :func:`printable` before layout, so spec text can never
+    inject control characters or codes; the colour codes rich emits become this process's markers."""
+    from zoo.tables import render
+
+    lines = render(rows, header=header, indent=indent, styles=styles, tty=_tty(), stack_last=stack_last, no_wrap=no_wrap)
+    return [_SGR.sub(lambda m: f"\ue000{_NONCE}{m.group(1) or '0'}\ue001", line) for line in lines]
 
 
 def _machine(args: argparse.Namespace) -> Any:
@@ -226,9 +242,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         builtins.print(line)
     if s.metrics:
         print("  metrics:")
-        rows = [[m.kind, m.variant, m.dataset, m.name, f"{m.value:g}" + (f" ±{m.tolerance:g}" if m.tolerance is not None else ""),
-                 f"$ {m.command}" if m.command else ""] for m in s.metrics]
-        for line in _table(rows, "    "):
+        from zoo.metrics_report import setting_text
+
+        rows = [[m.kind, m.variant, m.dataset, m.name, setting_text(m.setting),
+                 f"{m.value:g}" + (f" {m.unit}" if m.unit else "") + (f" ±{m.tolerance:g}" if m.tolerance is not None else ""),
+                 f"$ {m.command}" if m.command else (m.source or "")] for m in s.metrics]
+        for line in _table(rows, "    ", header=["kind", "variant", "dataset", "metric", "setting", "value", "command / source"]):
             builtins.print(line)
     if s.invariants:
         print(f"  invariants:      {', '.join(s.invariants)}")
@@ -330,7 +349,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     """Every metric of a spec: the paper's number beside ours (spec value and the last `zoo check`)."""
     from registry.metrics_store import rows
-    from zoo.metrics_report import plot, table
+    from zoo.metrics_report import HEADER, plot, summary, table_rows
 
     names = [args.name] if args.name else zoo.list()
     if args.plot and len(names) != 1:
@@ -343,8 +362,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
         else:
             print(f"{s.name}: {s.title}")
-            for line in table(s, spec_rows):
-                print("  " + line)
+            for line in _table(table_rows(spec_rows), "  ", header=list(HEADER), no_wrap=()):
+                print(line)
+            print("  " + summary(spec_rows))
         if args.plot:
             print(f"wrote {plot(s, args.plot, spec_rows)}", file=sys.stderr)
     if args.json:
