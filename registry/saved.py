@@ -138,7 +138,7 @@ def save(pipe: "Pipeline", directory: str | os.PathLike[str], *, variant: str | 
 def _saved_spec(pipe: "Pipeline", folder: Path, name: str, replace: dict[str, Any]) -> dict[str, Any]:
     spec, v = pipe.spec, pipe.variant
     data = spec.model_dump(mode="json", exclude_defaults=True)
-    for key in ("extends", "docs", "variant_defaults"):
+    for key in ("extends", "docs", "variant_defaults", "inherit_metrics"):
         data.pop(key, None)
     hw = spec.hardware[v].model_dump(mode="json", exclude_defaults=True)
     if replace and hw.get("status") == "needs-training":  # the trained weights are what it needed

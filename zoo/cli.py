@@ -334,6 +334,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         targets = [zoo.entry(n) for n in args.names]
     import contextlib
 
+    if args.measure:
+        return _measure(targets, args)
     results: list[dict[str, Any]] = []
     # --json: the human-readable lines go to stderr, stdout is one JSON document
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
@@ -344,6 +346,47 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"ok": ok, "checks": results}, indent=2))
     return 0 if ok else 1
+
+
+def _measure(targets: list[Any], args: argparse.Namespace) -> int:
+    """``zoo check --measure``: re-measure every reproduced metric that has a ``check:`` (``--slow``: the slow ones
+    too), report the checks on stderr and print on stdout each spec's reproduced metrics with the values measured
+    here, as YAML ready to paste over the spec's entries. Exit 1 when a check crashed before it measured anything."""
+    import contextlib
+    import platform
+
+    import yaml
+
+    from registry.conformance import Target, run_checks
+    from registry.metrics_store import record_key
+
+    results: list[dict[str, Any]] = []
+    with contextlib.redirect_stdout(sys.stderr):
+        run_checks(targets, slow=args.slow, only="::metric[", verbose=not args.quiet, target=Target(args.device, args.dtype),
+                   debug=args.debug, record=not args.no_record, results=results)
+    by_id = {r["id"]: r for r in results}
+    crashed = 0
+    for e in targets:
+        s = e.spec
+        if s is None:
+            continue
+        print(f"# {s.name}: reproduced metrics measured on {platform.node()} ({args.device}"
+              f"{', ' + args.dtype if args.dtype else ''}); paste over the spec's entries")
+        print("metrics:")
+        for m in s.metrics:
+            if m.kind != "reproduced":
+                continue
+            r = by_id.get(f"{s.name}::metric[{record_key(m)}]")
+            entry = m.model_dump(mode="json", exclude_defaults=True)
+            if r is not None and "value" in r:
+                entry["value"] = float(f"{r['value']:.6g}")
+                note = "" if r["status"] == "PASS" else f"  # the spec said {m.value:g} ± {m.tolerance:g}"
+                print("  - " + yaml.safe_dump(entry, default_flow_style=True, sort_keys=False, width=10**6, allow_unicode=True).strip() + note)
+            else:
+                crashed += r is not None and r["status"] == "FAIL"
+                why = (r["message"].splitlines() or ["failed"])[0] if r else "not run"
+                print(f"  # not measured: {m.name} on {m.dataset} ({why})")
+    return 1 if crashed else 0
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
@@ -508,6 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(bare --budget: $ZOO_CHECK_BUDGET or 20)")
     s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
     s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
+    s.add_argument("--measure", action="store_true",
+                   help="run only the reproduced metrics' checks and print them with the values measured here, as YAML "
+                        "to paste into the spec's metrics: (a FAIL because the spec's value is a placeholder is expected)")
     s.add_argument("--json", action="store_true", help="stdout: one JSON document of every check's result (the report goes to stderr)")
 
     s = sub.add_parser("metrics", help="paper vs measured: every metric of a spec, paired by name + dataset + setting")
