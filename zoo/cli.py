@@ -29,6 +29,7 @@ EPILOG = """examples:
   zoo check --all
   zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
   zoo bench f-dpmsolver --quick     # the method's benchmark (from an installed wheel too)
+  zoo report --out site/            # a static HTML catalog: cards, variants, paper vs measured, figures
   zoo schema > zoo-spec.schema.json
 """
 
@@ -166,23 +167,10 @@ def _machine(args: argparse.Namespace) -> Any:
 
 
 def _fit(s: Any, e: Any, v: str, machine: Any) -> tuple[str, str | None]:
-    """A variant's fit here and its colour."""
-    from registry.build import offline_gaps
-    from registry.hardware import fits
+    """A variant's fit here and its colour (:func:`zoo.report.fit_here`, shared with the HTML report)."""
+    from zoo.report import fit_here
 
-    hw = s.hardware[v]
-    fit, style = "", None
-    if machine is not None:
-        ok, why = fits(hw, machine)
-        fit, style = ("fits", "ok") if ok else (f"does not fit: {why}", "dim")
-    if hw.status == "needs-training":
-        fit, style = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else ""), "warn"
-    elif hw.status == "declared-only":
-        fit, style = f"declared-only: {hw.reason}", "dim"
-    elif (gap := offline_gaps(s, v, e.path.parent, str(e.path))) is not None:
-        fit, style = (f"{fit}; {gap}" if fit else gap), "warn"
-    return fit, style
-
+    return fit_here(s, e, v, machine)
 
 
 def _default_mark(spec: Any, name: str) -> str:
@@ -446,6 +434,15 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """A static HTML catalog (:mod:`zoo.report`): index + one page per spec; no server, no network."""
+    from zoo.report import build
+
+    pages = build(args.out, args.names or None, machine=None if args.no_detect else "probe")
+    print(f"wrote {len(pages)} pages to {Path(args.out)}/ (open {Path(args.out) / 'index.html'})")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Versions (from package metadata: nothing heavy imported), devices (torch-free probe unless
     --detect), offline state, which variants fit here, broken specs and plugins."""
@@ -571,6 +568,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--template", choices=["sampler", "recipe"], default="sampler")
     s.add_argument("--dir", default=".", help="create NAME/ in this folder (default: here)")
 
+    s = sub.add_parser("report", help="write a static HTML catalog: one page per spec (card, variants and fit, paper vs measured, figures) and an index",
+                       epilog="e.g. zoo report --out site/ && xdg-open site/index.html (no server, no network; the last zoo check values come from the metrics store)")
+    s.add_argument("names", nargs="*", help="only these specs (default: every discovered spec)")
+    s.add_argument("--out", default="site", help="output folder (created; an earlier report there is replaced; default: site)")
+    s.add_argument("--no-detect", action="store_true", help="no fit column (no hardware probe)")
+
     sub.add_parser("schema", help="print the spec JSON Schema")
     s = sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
     s.add_argument("--detect", action="store_true", help="ask torch about the devices (slower: imports torch); default: a torch-free probe")
@@ -633,7 +636,8 @@ def _main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             return cmd_bench(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
-                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new}[args.command]
+                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new,
+                   "report": cmd_report}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:
