@@ -185,3 +185,15 @@ def test_inherited_metric_positions_follow_the_kept_entries(tmp_path: Path) -> N
     lone.write_text((REPO / "specs" / "ddim.yaml").read_text().replace("\nname: ddim\n", "\nname: lone\ninherit_metrics: all\n"))
     with pytest.raises(zoo.ZooError, match="inherit_metrics says what an `extends:` child inherits"):
         zoo.spec(str(lone))
+
+
+def test_readme_states_measured_install_and_first_run_times() -> None:
+    """Issue 41 item 9: the setup paragraph states the measured install time and size, why the venv carries CUDA
+    packages, and the cold `zoo run` wall and CPU time, with the commands that measure them ("a few seconds
+    after the install" was not true: ~40 s cold)."""
+    readme = (REPO / "README.md").read_text()
+    setup = readme.split("## The three commands", 1)[1].split("```bash", 1)[0]
+    assert "a few seconds" not in setup
+    assert re.search(r"install took \*\*\d+ min \d+ s\*\* wall", setup) and re.search(r"venv is \*\*\d+(\.\d)? GB\*\*", setup)
+    assert re.search(r"\*\*\d+–\d+ s wall\*\*", setup) and "s of CPU" in setup
+    assert "CUDA build" in setup and "du -sh .venv" in setup and "/usr/bin/time" in setup
