@@ -197,3 +197,12 @@ def test_readme_states_measured_install_and_first_run_times() -> None:
     assert re.search(r"install took \*\*\d+ min \d+ s\*\* wall", setup) and re.search(r"venv is \*\*\d+(\.\d)? GB\*\*", setup)
     assert re.search(r"\*\*\d+–\d+ s wall\*\*", setup) and "s of CPU" in setup
     assert "CUDA build" in setup and "du -sh .venv" in setup and "/usr/bin/time" in setup
+
+
+@pytest.mark.parametrize("extra", [["--json"], ["--budget", "5"], ["--only", "build"]])
+def test_measure_refuses_options_it_would_ignore(extra: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from zoo.cli import main
+
+    assert main(["check", "ddim", "--measure", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "zoo check --measure runs the metric checks only and prints YAML" in err and len(err.strip().splitlines()) == 1

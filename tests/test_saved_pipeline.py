@@ -21,24 +21,12 @@ from registry.conformance import assert_same
 from registry.errors import BuildError, HardwareError, ParamError, SpecError
 from registry.saved import MANIFEST, SPEC_FILE, verify_folder
 
-TINY_UNET = dict(sample_size=8, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=[8, 16],
-                 down_block_types=["DownBlock2D", "DownBlock2D"], up_block_types=["UpBlock2D", "UpBlock2D"], norm_num_groups=4)
-HUB_SPEC = """name: tiny-unet-fddim
-title: F-DDIM on a tiny local diffusers UNet (a hub-class role)
-task: unconditional-sampling
-implementation: zoo.methods.f_dpmsolver
-models:
-  denoiser:
-    kind: vp-diffusion-model
-    variants:
-      local: {source: diffusers, model_class: UNet2DModel, id: ./tiny-unet, dtype: float32}
-samplers:
-  f-ddim: {target: "zoo.methods.f_dpmsolver:FDPMSolverSampler", params: {num_inference_steps: 6}}
-  ddim: {target: "zoo.methods.diffusers_baselines:DDIMSampler", params: {num_inference_steps: 6}}
-default: f-ddim
-variants: [local]
-hardware: {local: {accelerator: cpu, dtypes: [float32, float64]}}
-"""
+from test_native_pipeline import SPEC as NATIVE_SPEC
+from test_native_pipeline import TINY as TINY_UNET
+
+#: the native-pipeline test's spec (a tiny local diffusers UNet: a hub-class role), declaring float64 too
+HUB_SPEC = NATIVE_SPEC.replace("hardware: {local: {accelerator: cpu}}", "hardware: {local: {accelerator: cpu, dtypes: [float32, float64]}}")
+assert HUB_SPEC != NATIVE_SPEC
 #: robuq with its full-precision DiT and one derived role (a PTQ copy made by a registered transform)
 DERIVED_ROLES_KEPT = {"dit", "dit-w158a4"}
 
@@ -48,8 +36,8 @@ def _hub_spec(tmp: Path) -> Path:
 
     torch.manual_seed(0)
     UNet2DModel(**TINY_UNET).save_pretrained(tmp / "tiny-unet")
-    (tmp / "tiny-unet-fddim.yaml").write_text(HUB_SPEC)
-    return tmp / "tiny-unet-fddim.yaml"
+    (tmp / "tiny-fdpm.yaml").write_text(HUB_SPEC)
+    return tmp / "tiny-fdpm.yaml"
 
 
 def _derived_spec(tmp: Path) -> Path:
@@ -284,3 +272,14 @@ def test_saving_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="neither empty nor a saved pipeline"):
         pipe.save_pretrained(tmp_path)
     assert os.listdir(tmp_path) == ["keep.txt"]
+
+
+def test_a_bare_name_that_is_also_a_saved_folder_is_ambiguous(saved: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    shutil.copytree(saved, tmp_path / "poe-bridge")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(zoo.ZooError, match="both a spec name and a saved pipeline folder here; write ./poe-bridge"):
+        zoo.load("poe-bridge")
+    assert zoo.load("./poe-bridge").spec.name == "poe-bridge"
+    assert zoo.load(tmp_path / "poe-bridge").variant == "toy"

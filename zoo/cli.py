@@ -323,6 +323,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     import contextlib
 
     if args.measure:
+        if args.json or args.budget is not None or args.only:
+            raise ZooError("zoo check --measure runs the metric checks only and prints YAML; it takes no --json, --budget or --only")
         return _measure(targets, args)
     results: list[dict[str, Any]] = []
     # --json: the human-readable lines go to stderr, stdout is one JSON document

@@ -50,16 +50,6 @@ def summary(spec_rows: list[Row]) -> str:
             " -- a pair is the same name + dataset + setting")
 
 
-def table(spec: Spec, spec_rows: list[Row] | None = None) -> list[str]:
-    """Plain aligned text lines: :data:`HEADER`, a rule, :func:`table_rows`, :func:`summary`."""
-    from zoo.tables import plain
-
-    spec_rows = rows(spec) if spec_rows is None else spec_rows
-    lines = plain(table_rows(spec_rows), HEADER)
-    widths = [max(len(r[i]) for r in [list(HEADER), *table_rows(spec_rows)]) for i in range(len(HEADER))]
-    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:], summary(spec_rows)]
-
-
 @dataclass
 class Bar:
     """One bar of the plot: the paper's number, ours (the spec's value, with its tolerance) or the last measurement."""
