@@ -5,12 +5,14 @@ every image resolved. The Chromium test skips, saying why, where Debian's `chrom
 (`.ci/run` installs it)."""
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +45,17 @@ class Refs(HTMLParser):
             self.links.append(a["href"] or "")
 
 
+def _store(spec: Any, metric: Any, value: float) -> None:
+    """Store a measurement through the store's own API, stamped "PASS" where the store keeps a verdict: keyed by
+    spec name, or by spec file + sha256 of the resolved spec (issue 34 item 4), whichever this store is."""
+    params = inspect.signature(metrics_store.record).parameters
+    path = zoo.entry(spec.name).path
+    if "status" in params:
+        metrics_store.record(spec.name, metric, value, "PASS", spec_file=str(path), device="cpu")
+    else:
+        metrics_store.record(spec, metric, value, spec_file=path, device="cpu")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report of every built-in spec, with two stored measurements of poe-bridge: one inside the spec's
@@ -52,8 +65,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mp.setenv("ZOO_METRICS_DIR", str(tmp / "store"))
     spec = zoo.spec("poe-bridge")
     good, bad = [m for m in spec.metrics if m.kind == "reproduced" and m.check][:2]
-    metrics_store.record("poe-bridge", good, good.value, "PASS", device="cpu")
-    metrics_store.record("poe-bridge", bad, bad.value + 10 * (bad.tolerance or 1) + 1, "PASS", device="cpu")
+    _store(spec, good, good.value)
+    _store(spec, bad, bad.value + 10 * (bad.tolerance or 1) + 1)
     try:
         assert main(["report", "--out", str(tmp / "site")]) == 0
     finally:
@@ -183,3 +196,41 @@ def test_every_page_renders_in_headless_chromium(site: Path, tmp_path: Path) -> 
     problems = render_in_chromium(bad, tmp_path)
     assert any("ddim.html: image figures/nowhere.png does not resolve" in p for p in problems), problems
     assert any("planted" in p for p in problems), problems
+
+
+def test_report_asks_the_store_for_the_spec_files_own_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store keyed by spec file (issue 34 item 4) is asked for this file's records: a spec that reuses a
+    name never shows another file's measurements."""
+    from zoo import report
+
+    asked: list[Any] = []
+
+    def rows(spec: Any, measured: Any = None, *, spec_file: Any = None) -> list[Any]:
+        asked.append(spec_file)
+        return []
+
+    monkeypatch.setattr(metrics_store, "rows", rows)
+    report.build(tmp_path / "site", ["ddim"], machine=None)
+    assert asked == [zoo.entry("ddim").path]
+
+
+def test_a_spec_unreadable_since_indexing_is_listed_broken_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry.catalog import Entry
+    from registry.errors import Location, SpecError
+    from zoo import report
+
+    good = zoo.entry("ddim")
+    gone = Entry(tmp_path / "gone.yaml", "test", error=SpecError("changed on disk", Location(str(tmp_path / "gone.yaml"), 3)))
+
+    class Catalog:
+        def entries(self) -> list[Entry]:
+            return [good, gone]
+
+        def broken(self) -> list[Entry]:
+            return []
+
+    monkeypatch.setattr(zoo, "catalog", lambda: Catalog())
+    pages = report.build(tmp_path / "site", machine=None)
+    assert [p.name for p in pages] == ["index.html", "ddim.html"]
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "Broken specs" in index and "gone.yaml:3" in index and "changed on disk" in index

@@ -258,8 +258,20 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
 
 
-def spec_page(entry: Entry, renderer: CardRenderer, machine: Any, verdict_md: str | None) -> tuple[str, SpecPage]:
+def stored_rows(spec: Any, spec_file: Path) -> list[Any]:
+    """:func:`registry.metrics_store.rows` of ``spec`` with the measurements stored for it. A store that keys its
+    records by the spec file's identity (path + sha256 of the resolved spec) is asked for this file's records;
+    one keyed by spec name alone takes the name."""
+    import inspect
+
     from registry.metrics_store import rows
+
+    if "spec_file" in inspect.signature(rows).parameters:
+        return rows(spec, spec_file=spec_file)
+    return rows(spec)
+
+
+def spec_page(entry: Entry, renderer: CardRenderer, machine: Any, verdict_md: str | None) -> tuple[str, SpecPage]:
     from zoo.metrics_report import setting_text, summary
 
     s = entry.spec
@@ -296,7 +308,7 @@ def spec_page(entry: Entry, renderer: CardRenderer, machine: Any, verdict_md: st
                       esc(", ".join(hw.dtypes)), esc(hw.status), f'<span class="{css}">{esc(fit)}</span>'])
     parts.append(_table(["variant", "accelerator", "dtypes", "status", "here"], vrows))
 
-    spec_rows = rows(s)
+    spec_rows = stored_rows(s, entry.path)
     parts.append('<h2 id="metrics">Paper vs measured</h2><p class="sub">A reported and a reproduced number pair when name, '
                  "dataset and setting agree. The last measurement is what <code>zoo check</code> stored on the machine that "
                  "wrote this report; PASS/FAIL is recomputed from it and the spec's tolerance.</p>")
@@ -399,12 +411,16 @@ def build(out: str | os.PathLike[str], names: list[str] | None = None, *, machin
         pages, written = [], []
         from tqdm import tqdm
 
+        unreadable = []
         for e in tqdm(entries, desc="zoo report", unit="spec", file=sys.stderr, disable=not sys.stderr.isatty()):
+            if e.spec is None:  # changed on disk since it was indexed: listed with its error, no page
+                unreadable.append(str(e.error))
+                continue
             text, page = spec_page(e, renderer, machine, verdicts.get(e.name))
             (tmp / page.file).write_text(text)
             pages.append(page)
             written.append(target / page.file)
-        broken = [str(b.error) for b in cat.broken()] if not names else []
+        broken = ([str(b.error) for b in cat.broken()] if not names else []) + unreadable
         (tmp / "index.html").write_text(index_page(pages, verdicts, renderer, machine, broken))
         for problem in renderer.missing:
             print(f"warning: {problem}", file=sys.stderr)
