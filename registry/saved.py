@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -33,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from .errors import BuildError, Location, ParamError, SpecError, ZooError
+from .files import folder_in_place
 from .spec import NAME_RE, SHA256_RE, DType, HubSource, RoleSource, Strict, TimmSource, ZooSource
 
 if TYPE_CHECKING:
@@ -110,8 +109,7 @@ def save(pipe: "Pipeline", directory: str | os.PathLike[str], *, variant: str | 
     if unknown:
         raise ParamError(f"role {unknown[0]!r} is not a role of this pipeline; roles: {', '.join(sorted(pipe.models))}",
                          Location(field="replace"))
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".saving", dir=target.parent))
-    try:
+    with folder_in_place(target, ".saving") as tmp:
         data = _saved_spec(pipe, tmp, name, replace)
         import yaml
 
@@ -122,16 +120,6 @@ def save(pipe: "Pipeline", directory: str | os.PathLike[str], *, variant: str | 
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         if verify:
             _verify_round_trip(pipe, tmp, replace)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-            os.replace(target, old / "x")
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

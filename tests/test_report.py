@@ -138,6 +138,30 @@ def test_report_refuses_to_overwrite_a_folder_it_did_not_write(tmp_path: Path, c
     assert main(["report", "--out", str(tmp_path / "s"), "ddim"]) == 0 and main(["report", "--out", str(tmp_path / "s"), "ddim"]) == 0
 
 
+
+def test_a_report_that_fails_midway_leaves_the_earlier_one_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report is written beside ``--out`` and swapped in at the end: a crash on the second spec leaves the
+    earlier report exactly as it was and no temporary folder behind."""
+    from zoo import report
+
+    out = tmp_path / "site"
+    report.build(out, ["poe-bridge"], machine=None)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real, calls = report.spec_page, []
+
+    def crash_on_second(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("planted crash")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report, "spec_page", crash_on_second)
+    with pytest.raises(RuntimeError, match="planted crash"):
+        report.build(out, ["ddim", "poe-bridge"], machine=None)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # no ddim.html
+    assert [p.name for p in tmp_path.iterdir()] == ["site"]
+
+
 HARNESS = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><pre id="out">pending</pre><script>
 const pages = %s, res = [];
 function next(i) {

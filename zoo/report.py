@@ -24,13 +24,13 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from registry.catalog import Entry
 from registry.errors import ZooError
+from registry.files import folder_in_place
 
 MARKER = ".zoo-report"
 IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif")
@@ -402,8 +402,7 @@ def build(out: str | os.PathLike[str], names: list[str] | None = None, *, machin
     cat = zoo.catalog()
     entries = [zoo.entry(n) for n in names] if names else cat.entries()
     card_pages = {c: f"{e.name}.html" for e in entries if (c := card_file(e)) is not None}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".writing", dir=target.parent))
-    try:
+    with folder_in_place(target) as tmp:
         (tmp / MARKER).write_text("written by zoo report\n")
         (tmp / "style.css").write_text(CSS.lstrip())
         renderer = CardRenderer(tmp, card_pages)
@@ -424,14 +423,4 @@ def build(out: str | os.PathLike[str], names: list[str] | None = None, *, machin
         (tmp / "index.html").write_text(index_page(pages, verdicts, renderer, machine, broken))
         for problem in renderer.missing:
             print(f"warning: {problem}", file=sys.stderr)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-            os.replace(target, old / "x")
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return [target / "index.html", *written]
