@@ -5,7 +5,6 @@ every image resolved. The Chromium test skips, saying why, where Debian's `chrom
 (`.ci/run` installs it)."""
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import shutil
@@ -46,14 +45,8 @@ class Refs(HTMLParser):
 
 
 def _store(spec: Any, metric: Any, value: float) -> None:
-    """Store a measurement through the store's own API, stamped "PASS" where the store keeps a verdict: keyed by
-    spec name, or by spec file + sha256 of the resolved spec (issue 34 item 4), whichever this store is."""
-    params = inspect.signature(metrics_store.record).parameters
-    path = zoo.entry(spec.name).path
-    if "status" in params:
-        metrics_store.record(spec.name, metric, value, "PASS", spec_file=str(path), device="cpu")
-    else:
-        metrics_store.record(spec, metric, value, spec_file=path, device="cpu")
+    """Store a measurement through the store's own API (keyed by spec file + sha256 of the resolved spec)."""
+    metrics_store.record(spec, metric, value, spec_file=zoo.entry(spec.name).path, device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -140,7 +140,7 @@ def test_metrics_plot_pairs_the_paper_bar_with_ours_and_the_measurement(tmp_path
     from registry import metrics_store
 
     metric = next(m for m in zoo.spec(str(spec)).metrics if m.name == "ratio" and m.kind == "reproduced")
-    metrics_store.record("demo-cross", metric, 1.55, "PASS")
+    metrics_store.record(zoo.spec(str(spec)), metric, 1.55, spec_file=spec)
     figures: list[Figure] = []
     real = Figure.savefig
     monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (figures.append(self), real(self, *a, **k))[1])

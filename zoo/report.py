@@ -259,16 +259,11 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def stored_rows(spec: Any, spec_file: Path) -> list[Any]:
-    """:func:`registry.metrics_store.rows` of ``spec`` with the measurements stored for it. A store that keys its
-    records by the spec file's identity (path + sha256 of the resolved spec) is asked for this file's records;
-    one keyed by spec name alone takes the name."""
-    import inspect
-
+    """:func:`registry.metrics_store.rows` of ``spec`` with the measurements stored for this spec file (the store
+    keys records by the file's path + sha256 of the resolved spec: a spec reusing a name never shows another's)."""
     from registry.metrics_store import rows
 
-    if "spec_file" in inspect.signature(rows).parameters:
-        return rows(spec, spec_file=spec_file)
-    return rows(spec)
+    return rows(spec, spec_file=spec_file)
 
 
 def spec_page(entry: Entry, renderer: CardRenderer, machine: Any, verdict_md: str | None) -> tuple[str, SpecPage]:
