@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .contract import SEED_MAX
 from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, ZooError
-from .hardware import Machine, default_device, detect, fits, offline
+from .hardware import Machine, default_device, detect, device_problem, fits, offline
 from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
@@ -41,6 +41,26 @@ def check_seed(seed: Any, where: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
         raise ParamError(f"expected an integer in [0, 2**63 - 1], got {seed!r}", Location(field=where))
     return seed
+
+
+#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64")
+
+
+def dtype_name(dtype: Any, where: str = "dtype") -> str | None:
+    """A caller's dtype as its name: ``None``, a name (``"float32"``, ``"torch.float32"``) or a
+    ``torch.dtype`` (``torch.float32``); anything else is a one-line ParamError. Never imports torch."""
+    if dtype is None:
+        return None
+    if type(dtype).__name__ == "dtype" and type(dtype).__module__ == "torch":
+        name = str(dtype).removeprefix("torch.")
+    elif isinstance(dtype, str):
+        name = dtype.removeprefix("torch.")
+    else:
+        raise ParamError(f"expected a dtype ({', '.join(DTYPE_NAMES)}, or torch.float32 ...), got {dtype!r}", Location(field=where))
+    if name not in DTYPE_NAMES:
+        raise ParamError(f"expected one of {', '.join(DTYPE_NAMES)} (a name or a torch.dtype), got {dtype!r}", Location(field=where))
+    return name
 
 
 def validation_error(exc: ValidationError, model: type, where: Any, from_caller: set[str] | frozenset[str] = frozenset()) -> ParamError:
@@ -148,18 +168,6 @@ def _torch_dtype(name: str | None) -> Any:
     return getattr(torch, name)
 
 
-def _load_safetensors(module: Any, path: Path, sha256: str | None, loc: Location, sha_loc: Location,
-                      allow_nonfinite: bool = False) -> None:
-    """Verify the sha256, then load strictly (see :func:`load_state_strict`)."""
-    from .weights import read_state
-
-    if sha256 is None:
-        raise BuildError("local weights need their sha256", sha_loc)
-    if not hasattr(module, "load_state_dict") or not hasattr(module, "state_dict"):
-        raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", loc)
-    load_state_strict(module, read_state(path, sha256, loc, sha_loc), path.name, loc, allow_nonfinite)
-
-
 def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Location, allow_nonfinite: bool = False) -> None:
     """Load a state dict strictly: same tensor names, and for each the model's exact shape and
     dtype (an fp16/int8 file never loads silently into an fp32 model), all values finite unless
@@ -210,7 +218,22 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
     state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
     if module is None or not hasattr(module, "load_state_dict"):
         raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)
+    module = _in_declared_dtype(module, state, source.dtype)
     load_state_strict(module, state, path.name, wloc, source.allow_nonfinite)
+
+
+def _in_declared_dtype(module: Any, state: Mapping[str, Any], declared: str | None) -> Any:
+    """The model in the source's declared ``dtype`` when the file holds exactly that dtype and the factory built
+    another one (a saved pipeline's weights, or a half-precision release): the file still has to match the model
+    tensor for tensor (:func:`load_state_strict`); nothing is converted silently. Otherwise ``module`` unchanged."""
+    if declared is None or not hasattr(module, "to"):
+        return module
+    want = _torch_dtype(declared)
+    floats = [v.dtype for v in state.values() if hasattr(v, "is_floating_point") and v.is_floating_point()]
+    have = [v.dtype for v in module.state_dict().values() if v.is_floating_point()]
+    if floats and all(d == want for d in floats) and any(d != want for d in have):
+        return module.to(dtype=want)
+    return module
 
 
 def config_files(source: Any, loc: Location, spec_dir: Path | None, allow_outside: bool | None = None) -> dict[str, Path]:
@@ -497,8 +520,13 @@ def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: 
     except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
         raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
     if source.weights is not None:
+        from .weights import read_state
+
         path = local_path(source.weights, spec_dir, sub("weights"), allow_outside, "weights")
-        _load_safetensors(model, path, source.sha256, sub("weights"), sub("sha256"), source.allow_nonfinite)
+        if source.sha256 is None:
+            raise BuildError("local weights need their sha256", sub("sha256"))
+        state = read_state(path, source.sha256, sub("weights"), sub("sha256"))
+        load_state_strict(_in_declared_dtype(model, state, source.dtype), state, path.name, sub("weights"), source.allow_nonfinite)
     return _place(model, device, want_dtype)
 
 
@@ -643,6 +671,59 @@ class Pipeline:
             raise RunError(f"{self.spec.name} ({self.default}) has no native library object", Location(self.file))
         return self._guard(make)
 
+    def save_pretrained(self, directory: str | os.PathLike[str], *, variant: str | None = None,
+                        replace: Mapping[str, Any] | None = None, verify: bool = True) -> Path:
+        """Write this pipeline to ``directory`` so that ``zoo.load(directory)`` builds it back: the resolved spec of
+        the built variant (``pipeline.yaml``), every role's weights as safetensors with their sha256 (transformers /
+        diffusers roles as their own ``save_pretrained`` folders), the procedures' effective parameters, the default
+        procedure, device and dtype (``zoo-pipeline.json``, with every file's sha256). ``replace={role: weights}``
+        saves new weights for a factory-built role (e.g. a training recipe's output) and ``variant=`` names the
+        saved variant; ``verify`` reloads the folder and compares it bit for bit first. See :mod:`registry.saved`."""
+        from .saved import save
+
+        return save(self, directory, variant=variant, replace=replace, verify=verify)
+
+    def to(self, *args: Any, device: Any = None, dtype: Any = None) -> "Pipeline":
+        """Move (and cast) every model role, like ``DiffusionPipeline.to``: ``pipe.to("cuda")``,
+        ``pipe.to(torch.float64)``, ``pipe.to("cpu", "float32")``, ``pipe.to(device=..., dtype=...)``; returns
+        this pipeline. The device must exist here and the dtype must be one the variant declares (the same
+        one-line errors as ``zoo.load``). Roles shared with other pipelines through the build cache are copied
+        first (those pipelines keep theirs); the procedures are re-made on the moved models with the same
+        parameters."""
+        import copy
+
+        for arg in args:
+            is_dtype = (type(arg).__name__ == "dtype" and type(arg).__module__ == "torch") or (
+                isinstance(arg, str) and arg.removeprefix("torch.") in DTYPE_NAMES)
+            if is_dtype and dtype is None:
+                dtype = arg
+            elif not is_dtype and device is None:
+                device = arg
+            else:
+                raise ParamError(f"to(): unexpected argument {arg!r}; pass a device, a dtype, or both", Location(field="to"))
+        name = dtype_name(dtype)
+        dev = str(device) if device is not None else self.device
+        if device is not None and (problem := device_problem(dev, detect())):
+            raise HardwareError(problem, Location(field="device"))
+        hw = self.spec.hardware[self.variant]
+        if name is not None and name not in hw.dtypes:
+            raise HardwareError(f"dtype {name} not declared for variant {self.variant} (declared: {', '.join(hw.dtypes)})",
+                                locate(self.file, f"hardware.{self.variant}.dtypes"))
+        with _cache_lock:
+            cached = {id(v) for v in _cache.values()}
+        memo: dict[int, Any] = {}  # one memo: roles that share an object (source: role, share: true) still share it
+        models = {r: copy.deepcopy(m, memo) if id(m) in cached else m for r, m in self.models.items()}
+        want = _torch_dtype(name)
+        for role, obj in models.items():
+            if hasattr(obj, "to") and hasattr(obj, "parameters"):
+                models[role] = obj.to(device=dev) if want is None else obj.to(device=dev, dtype=want)
+        overrides = {n: p.params.model_dump(exclude_unset=True) for n, p in self.samplers.items()}
+        self.models, self.device, self.dtype = models, dev, name if name is not None else self.dtype
+        self.samplers = {n: make_procedure(self.spec, n, models, dev, self.dtype, overrides[n], self.file, self.variant)
+                         for n in self.samplers}
+        self._memo.clear()
+        return self
+
     def __repr__(self) -> str:
         return (
             f"<zoo pipeline {self.spec.name} variant={self.variant} device={self.device} "
@@ -656,7 +737,7 @@ def build_pipeline(
     file: str | Path | None = None,
     variant: str | None = None,
     device: str | None = None,
-    dtype: str | None = None,
+    dtype: Any = None,
     sampler: str | None = None,
     trust_remote_code: bool = False,
     machine: Machine | None = None,
@@ -670,8 +751,11 @@ def build_pipeline(
     spec, file, variant, device and dtype."""
     fname = str(file) if file else None
     spec_dir = Path(file).resolve().parent if file else Path.cwd()
+    dtype = dtype_name(dtype)
     check_requires(spec, fname)
     machine = machine or detect()
+    if device is not None and (problem := device_problem(str(device), machine)):
+        raise HardwareError(problem, Location(field="device"))
     skipped: list[str] = []
     chosen, dev = choose_variant(spec, variant, device, machine, fname, sampler=sampler, spec_dir=spec_dir, skipped=skipped)
     if skipped:

@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from .spec import Spec
 
 SPECS_GROUP = "zoo.specs"
+#: what ``fits=`` / ``zoo list --fits`` accepts (the ``hardware.<variant>.accelerator`` values that name a device)
+ACCELERATORS = ("cpu", "cuda", "mps")
+
+
+class FilterError(NotFoundError):
+    """A listing filter (``task``, ``tags``, ``fits``) that no spec can match: a typo, reported with did-you-mean."""
 
 
 class Entry:
@@ -384,6 +390,7 @@ class Catalog:
         pats = [pattern] if isinstance(pattern, str) else list(pattern)
         excl = [exclude] if isinstance(exclude, str) else list(exclude or [])
         want_tags = [tags] if isinstance(tags, str) else list(tags or [])
+        self.check_filters(task=task, tags=want_tags, fits=fits)
         out = []
         for e in self.entries():
             h = e.header
@@ -400,3 +407,28 @@ class Catalog:
                 continue
             out.append(h["name"])
         return out
+
+    def check_filters(self, *, task: str | None = None, tags: list[str] | None = None, fits: str | None = None) -> None:
+        """A filter value no spec could match is a typo, not an empty result: one :class:`FilterError`
+        line naming the filter, what was given, the closest known values and all of them (``fits``: an
+        accelerator, ``cpu``, ``cuda`` or ``mps``; ``task``/``tags``: the values the listed specs use)."""
+        import difflib
+
+        def refuse(what: str, value: str, known: list[str], alias: str | None = None) -> None:
+            close = [alias] if alias else difflib.get_close_matches(value, known, n=3, cutoff=0.5)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            shown = ", ".join(known[:25]) + (f", ... ({len(known)} in all)" if len(known) > 25 else "")
+            raise FilterError(f"{value!r} matches no spec; {hint}known: {shown or 'none'}", Location(None, None, None, what))
+
+        if fits is not None and fits not in ACCELERATORS:
+            refuse("fits", fits, list(ACCELERATORS), {"gpu": "cuda", "nvidia": "cuda", "apple": "mps", "metal": "mps"}.get(fits.lower()))
+        headers = [e.header for e in self.entries() if e.header is not None]
+        if task is not None:
+            tasks = sorted({str(h["task"]) for h in headers})
+            if task not in tasks:
+                refuse("task", task, tasks)
+        if tags:
+            known = sorted({str(t) for h in headers for t in h["tags"]})
+            for tag in tags:
+                if tag not in known:
+                    refuse("tag", tag, known)

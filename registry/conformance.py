@@ -769,7 +769,8 @@ def run_checks(
     and CPU seconds, the five slowest checks); True if none failed. ``record`` stores each re-measured
     metric (see :mod:`registry.metrics_store`). With ``budget`` (CPU seconds), a spec whose default
     (non-slow) checks cost more fails. ``results`` (a list) receives one dict per check: id, spec,
-    status, message, wall and CPU seconds (``zoo check --json``)."""
+    status, message, wall and CPU seconds, and for a re-measured metric its ``value`` (``zoo check --json`` /
+    ``--measure``)."""
     load_hypothesis_profile(slow)
     plan = [c for e in entries for c in checks_for(e, slow=slow, target=target, allow_remote_code_stub=allow_remote_code_stub)
             if not only or only in c.id]
@@ -784,7 +785,8 @@ def run_checks(
         status, msg, secs = run_check(check, debug=debug)
         if results is not None:
             results.append({"id": check.id, "spec": check.spec, "status": status, "message": msg,
-                            "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow})
+                            "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow,
+                            **({"value": measured[check.id][2]} if check.id in measured else {})})
         if check.id in measured:
             _record(check.id, record)
         counts[status] += 1

@@ -5,16 +5,43 @@ uses this on every warm ``zoo list``).
   never opened) and again on the descriptor; at most :data:`MAX_FILE_BYTES`, never read whole
   when larger.
 * :func:`within`: the one containment check for paths a spec names (``extends:``, ``weights``).
+* :func:`folder_in_place`: write a whole folder (a saved pipeline, a report) so that it appears
+  complete or not at all.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import Location, SpecError
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 16 KB
+
+
+@contextlib.contextmanager
+def folder_in_place(target: Path, suffix: str = ".writing") -> Iterator[Path]:
+    """A fresh temporary folder beside ``target`` to write into. When the block ends it takes ``target``'s place
+    (an earlier ``target`` is moved aside first and removed after the swap); when the block raises, the temporary
+    folder is removed and ``target`` is left as it was: nobody ever sees a half-written folder under its name."""
+    import shutil
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.replace(target, old / "x")
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:

@@ -94,6 +94,40 @@ def fits(target: HardwareTarget, machine: Machine, device: str | None = None) ->
     return True, "fits"
 
 
+def device_problem(device: str, machine: Machine) -> str | None:
+    """Why ``device`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) cannot be used on ``machine``, naming what is missing
+    (no CUDA device, a torch built without CUDA, too few GPUs, no MPS), or None when it can."""
+    kind, _, index = device.partition(":")
+    if kind == "cpu" and not index:
+        return None
+    if kind == "cuda":
+        if machine.cuda_devices == 0:
+            return f"{device} requested, but {_no_cuda(machine)}"
+        if index and (not index.isdigit() or int(index) >= machine.cuda_devices):
+            return (f"{device} requested, but this machine has {machine.cuda_devices} CUDA device"
+                    f"{'s' if machine.cuda_devices != 1 else ''} (cuda:0{f'..cuda:{machine.cuda_devices - 1}' if machine.cuda_devices > 1 else ''})")
+        return None
+    if kind == "mps" and not index:
+        return None if machine.mps else f"{device} requested, but this machine has no MPS device (Apple-silicon GPU)"
+    return f"unknown device {device!r}; expected cpu, cuda, cuda:N or mps"
+
+
+def _no_cuda(machine: Machine) -> str:
+    """What is missing for CUDA: torch's own view when ``machine`` came from :func:`detect`."""
+    if machine.how != "torch":
+        return f"this machine has no CUDA device ({machine.describe()}; found by {machine.how})"
+    import torch
+
+    if torch.version.cuda is None:
+        return (f"torch {torch.__version__} is a CPU-only build (torch.version.cuda is None): "
+                "install a CUDA build of torch to use a GPU")
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    why = f"CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU" if hidden is not None and hidden.strip() in ("", "-1") \
+        else "no NVIDIA GPU or driver is visible"
+    return (f"no CUDA device is available: torch {torch.__version__} is built with CUDA {torch.version.cuda}, "
+            f"but torch.cuda.is_available() is False ({why})")
+
+
 def default_device(target: HardwareTarget, machine: Machine) -> str:
     if target.accelerator == "cuda" or (target.accelerator == "any" and machine.cuda_devices):
         return "cuda"

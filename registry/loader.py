@@ -643,6 +643,9 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
         reads.append((str(p), _digest(raw)))
     doc = parse_cached(raw, str(p))
     if not (isinstance(doc.data, dict) and "extends" in doc.data):
+        if isinstance(doc.data, dict) and "inherit_metrics" in doc.data:
+            raise SpecError("inherit_metrics says what an `extends:` child inherits; this spec extends nothing",
+                            doc.location(("inherit_metrics",)))
         return doc
     here = doc.location(("extends",))
     if len(_chain) + 1 >= EXTENDS_CHAIN.value:  # this file and its parent would make the chain longer than the cap
@@ -674,7 +677,34 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
             merged.positions[key] = pos
             merged.origins[key] = parent.origins.get(key, parent.file)
     merged.positions.update(doc.positions)
+    _inherit_metrics(merged, child)
     return merged
+
+
+def _inherit_metrics(merged: Document, child: dict[str, Any]) -> None:
+    """``inherit_metrics`` (see :class:`registry.spec.Spec`): a child without a ``metrics:`` list of its own keeps
+    the parent's ``reported`` metrics (default), ``all`` of them, or ``none``; positions of the kept entries follow
+    them, so an error in one still names the parent's line. The policy belongs to this file's ``extends`` only:
+    a parent's own ``inherit_metrics`` is not passed down."""
+    policy = child.get("inherit_metrics", "reported")
+    if "inherit_metrics" not in child and isinstance(merged.data, dict):
+        merged.data.pop("inherit_metrics", None)
+    if "metrics" in child or policy not in ("reported", "none") or not isinstance(merged.data, dict):
+        return  # the child's own list, `all`, or a bad value (the schema reports it, located)
+    metrics = merged.data.get("metrics")
+    if not isinstance(metrics, list):
+        return
+    keep = [i for i, m in enumerate(metrics)
+            if policy == "reported" and isinstance(m, dict) and m.get("kind") == "reported"]
+    new_index = {old: new for new, old in enumerate(keep)}
+    merged.data["metrics"] = [metrics[i] for i in keep]
+    for table in (merged.positions, merged.origins):
+        moved = {}
+        for key in [k for k in table if len(k) > 1 and k[0] == "metrics" and isinstance(k[1], int)]:
+            value = table.pop(key)
+            if key[1] in new_index:
+                moved[("metrics", new_index[key[1]], *key[2:])] = value
+        table.update(moved)
 
 
 def check_paths(spec: Spec, doc: Document, roots: tuple[Path, ...], root: str | os.PathLike[str] | None = None) -> None:

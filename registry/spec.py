@@ -633,6 +633,12 @@ class Spec(Strict):
     variants: list[Name] = Field(description="variant names, in order of preference")
     hardware: dict[Name, HardwareTarget]
     metrics: list[Metric] = []
+    inherit_metrics: Literal["reported", "all", "none"] = Field(
+        "reported", description="with `extends:` and no `metrics:` of its own, which of the parent's metrics this spec "
+        "inherits: `reported` (default: the paper's numbers; the parent's reproduced metrics measured the parent's "
+        "configuration, which a child changes), `all` (a child that changes nothing they measure) or `none`; "
+        "a `metrics:` list in the child replaces the parent's whatever this says"
+    )
     invariants: list[str] = []
     bench: Target | None = Field(
         None, description="the method's benchmark, @benchmark(options=Model) fn(ctx, opts) -> dict, run by "

@@ -1,4 +1,4 @@
-"""Test environment: offline hub, one torch thread, the demo plugin importable and allowed."""
+"""Test environment: offline hub, one torch thread, the demo plugin importable and allowed, no inherited $COLUMNS."""
 from __future__ import annotations
 
 import atexit
@@ -20,6 +20,10 @@ if "ZOO_METRICS_DIR" not in os.environ:
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 os.environ["ZOO_ALLOWED_PACKAGES"] = "zoo_demo_plugin"
+# `zoo` tables honour $COLUMNS even in a pipe (zoo.tables); pytest-xdist workers can inherit COLUMNS=80 from
+# the terminal that started them, which would wrap the plain one-line-per-row output the tests read. Tests
+# that want a width set it themselves.
+os.environ.pop("COLUMNS", None)
 
 try:
     import torch

@@ -68,7 +68,7 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.splitlines()[0] == str(len([p for p in (REPO / "zoo" / "templates").rglob("*.tmpl")
-                                                  if "/recipe/" not in str(p)]))
+                                                  if "/recipe/" not in str(p)]) + 1)  # + zoo-spec.schema.json
     assert (tmp_path / "new" / "wheel-made" / "wheel_made" / "specs" / "wheel-made.yaml").is_file()
     assert (tmp_path / "bench" / "f-dpmsolver-bench.json").is_file()
 
@@ -88,3 +88,16 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     assert "usage: zoo bench sae-tm" in res.stdout and "usage: zoo bench f-dpmsolver" in res.stdout
     assert "| PoE-Bridge K=4 multinomial_exact (paper)   | 1.000 |" in res.stdout
     assert (tmp_path / "bench" / "poe.png").stat().st_size > 5000
+
+    # issue 41 item 10: the cards and their figures ship as zoo_docs, and `zoo report` works from the wheel alone
+    for card in (REPO / "docs" / "methods").glob("*.md"):
+        assert f"zoo_docs/methods/{card.name}" in names, card.name
+    for png in (REPO / "docs" / "methods").glob("*.png"):
+        assert f"zoo_docs/methods/{png.name}" in names, png.name
+    code = "from zoo.cli import main; raise SystemExit(main(['report', '--out', 'html', 'poe-bridge', 'fmrg']))"
+    res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = (tmp_path / "html" / "poe-bridge.html").read_text()
+    assert 'class="card"' in page and "tokens per AR forward" in (tmp_path / "html" / "index.html").read_text()
+    assert (tmp_path / "html" / "figures" / "poe-bridge" / "poe-bridge-bench.png").is_file()
+    assert (tmp_path / "html" / "figures" / "fmrg" / "fmrg.png").is_file()  # a card whose docs: path is relative to the checkout root

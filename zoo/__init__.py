@@ -57,9 +57,31 @@ def list(  # noqa: A001 - the public name users expect (timm.list_models, zoo.li
     return _catalog.list(pattern, task=task, tags=tags, fits=fits, exclude=exclude)
 
 
-def entry(name_or_path: str | os.PathLike[str]) -> Entry:
-    """The catalog entry of a spec name, or a spec file path (validated, not added)."""
+def _saved_folder(name_or_path: str | os.PathLike[str]) -> bool:
+    """Whether ``name_or_path`` names a folder written by ``Pipeline.save_pretrained``. A bare word that is both a
+    catalogued spec's name and such a folder in the working directory is ambiguous: one error, never a guess."""
+    from registry.saved import is_saved
+
     text = os.fspath(name_or_path)
+    if not is_saved(text):
+        return False
+    if isinstance(name_or_path, str) and os.sep not in text and not text.startswith(".") and text in _catalog.list():
+        raise ZooError(f"{text!r} is both a spec name and a saved pipeline folder here; write ./{text} for the folder")
+    return True
+
+
+def entry(name_or_path: str | os.PathLike[str]) -> Entry:
+    """The catalog entry of a spec name, a spec file path (validated, not added), or a saved pipeline's folder."""
+    text = os.fspath(name_or_path)
+    from registry.saved import SPEC_FILE
+
+    if _saved_folder(name_or_path):  # a saved pipeline's folder: checked as untrusted input first
+        from registry.loader import load_spec_file
+        from registry.saved import verify_folder
+
+        verify_folder(text)
+        p = Path(text).expanduser().resolve() / SPEC_FILE
+        return Entry(p, "saved pipeline", spec=load_spec_file(p))
     if text.endswith((".yaml", ".yml")) or os.sep in text:
         from registry.loader import load_spec_file
 
@@ -78,20 +100,25 @@ def spec(name: str) -> Spec:
 
 
 def load(
-    name: str,
+    name: str | os.PathLike[str],
     variant: str | None = None,
     device: str | None = None,
-    dtype: str | None = None,
+    dtype: Any = None,
     sampler: str | None = None,
     *,
     trust_remote_code: bool = False,
     **params: Any,
 ) -> Pipeline:
-    """Build the pipeline of ``name``: the first declared variant that fits this machine
-    (or ``variant``), on ``device``; ``params`` override the default sampler's parameters.
-    ``trust_remote_code`` must be given here *and* allowed by the spec."""
+    """Build the pipeline of ``name`` (a spec name, a spec file, or a folder written by
+    ``Pipeline.save_pretrained``): the first declared variant that fits this machine (or ``variant``), on
+    ``device``, in ``dtype`` (a name or a ``torch.dtype``); ``params`` override the default sampler's
+    parameters. ``trust_remote_code`` must be given here *and* allowed by the spec (never for a saved folder)."""
     from registry.build import build_pipeline
 
+    if _saved_folder(name):
+        from registry.saved import load as load_saved
+
+        return load_saved(name, variant=variant, device=device, dtype=dtype, sampler=sampler, params=params)
     e = entry(name)
     assert e.spec is not None
     return build_pipeline(

@@ -32,6 +32,7 @@ EPILOG = """examples:
   zoo train robuq --check           # retrain the shipped files, compare with the spec's sha256
   zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out samples/   # shards on disk, resumable
   torchrun --nproc-per-node 2 -m zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out samples/
+  zoo report --out site/            # a static HTML catalog: cards, variants, paper vs measured, figures
   zoo schema > zoo-spec.schema.json
 """
 
@@ -78,19 +79,36 @@ def _extra_options(extra: list[str]) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- commands
+def _variants_cell(header: dict[str, Any], limit: int = 4) -> str:
+    """``zoo list``'s variants: every name with its status when there are at most ``limit``, else the runnable
+    ones and a count per status (``toy, +6 declared-only``); ``zoo show NAME`` lists them all."""
+    status = header.get("status") or {}
+    variants = list(header["variants"])
+    if len(variants) <= limit:
+        return ", ".join(f"{v} ({status[v]})" if v in status else v for v in variants)
+    counts: dict[str, int] = {}
+    for v in variants:
+        if v in status:
+            counts[status[v]] = counts.get(status[v], 0) + 1
+    return ", ".join([v for v in variants if v not in status] + [f"+{n} {st}" for st, n in counts.items()])
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
+    from registry.catalog import FilterError
+
     cat = zoo.catalog()
+    try:  # a filter no spec can match is a typo: one line with did-you-mean, exit 2
+        cat.check_filters(task=args.task, tags=args.tag or None, fits=args.fits)
+    except FilterError as exc:
+        raise FilterError(exc.message, Location(None, None, None, f"--{exc.location.field}")) from None
+    names = zoo.list(args.pattern, task=args.task, tags=args.tag or None, fits=args.fits)
     by_name = {e.name: e.header or {} for e in cat.entries()}  # the index's headers: no YAML parsed
     headers = [by_name[n] for n in names]
     if args.json:
         print(json.dumps([{k: h[k] for k in ("name", "task", "title", "tags", "variants")} for h in headers], indent=2))
     else:
-        rows = []
-        for h in headers:
-            status = h.get("status") or {}
-            rows.append([h["name"], h["task"], ", ".join(f"{v} ({status[v]})" if v in status else v for v in h["variants"]), h["title"]])
-        for line in _table(rows):
+        rows = [[h["name"], h["task"], _variants_cell(h), h["title"]] for h in headers]
+        for line in _table(rows, header=["name", "task", "variants", "title"] if rows else None, stack_last=40):
             print(line)
     broken = cat.broken()
     for b in broken:
@@ -127,20 +145,18 @@ def _paint(text: str, style: str) -> str:
     return f"\ue000{_NONCE}{_STYLES[style]}\ue001{text}\ue000{_NONCE}0\ue001"
 
 
-def _table(rows: list[list[str]], indent: str = "", styles: list[str | None] | None = None) -> list[str]:
-    """Rows as aligned columns. Every cell is escaped with :func:`printable` *before* widths are
-    measured and colour added, so spec text can never inject control characters or codes."""
-    cells = [[printable(str(c)) for c in row] for row in rows]
-    if not cells:
-        return []
-    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(len(r) for r in cells))]
-    out = []
-    for k, row in enumerate(cells):
-        parts = [c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row)]
-        line = indent + "  ".join(parts)
-        style = styles[k] if styles else None
-        out.append(_paint(line, style) if style else line)
-    return out
+_SGR = re.compile("\x1b\\[([0-9;]*)m")
+
+
+def _table(rows: list[list[str]], indent: str = "", styles: list[str | None] | None = None,
+           header: list[str] | None = None, stack_last: int | None = None, no_wrap: tuple[int, ...] = (0,)) -> list[str]:
+    """Rows as a table (:mod:`zoo.tables`): fitted to the terminal and coloured on a TTY, plain aligned
+    columns in a pipe. Every cell is escaped with :func:`printable` before layout, so spec text can never
+    inject control characters or codes; the colour codes rich emits become this process's markers."""
+    from zoo.tables import render
+
+    lines = render(rows, header=header, indent=indent, styles=styles, tty=_tty(), stack_last=stack_last, no_wrap=no_wrap)
+    return [_SGR.sub(lambda m: f"\ue000{_NONCE}{m.group(1) or '0'}\ue001", line) for line in lines]
 
 
 def _machine(args: argparse.Namespace) -> Any:
@@ -153,23 +169,10 @@ def _machine(args: argparse.Namespace) -> Any:
 
 
 def _fit(s: Any, e: Any, v: str, machine: Any) -> tuple[str, str | None]:
-    """A variant's fit here and its colour."""
-    from registry.build import offline_gaps
-    from registry.hardware import fits
+    """A variant's fit here and its colour (:func:`zoo.report.fit_here`, shared with the HTML report)."""
+    from zoo.report import fit_here
 
-    hw = s.hardware[v]
-    fit, style = "", None
-    if machine is not None:
-        ok, why = fits(hw, machine)
-        fit, style = ("fits", "ok") if ok else (f"does not fit: {why}", "dim")
-    if hw.status == "needs-training":
-        fit, style = f"needs-training (recipe {hw.recipe})" + (f": {hw.reason}" if hw.reason else "") + (f"; {fit}" if fit else ""), "warn"
-    elif hw.status == "declared-only":
-        fit, style = f"declared-only: {hw.reason}", "dim"
-    elif (gap := offline_gaps(s, v, e.path.parent, str(e.path))) is not None:
-        fit, style = (f"{fit}; {gap}" if fit else gap), "warn"
-    return fit, style
-
+    return fit_here(s, e, v, machine)
 
 
 def _default_mark(spec: Any, name: str) -> str:
@@ -236,9 +239,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         builtins.print(line)
     if s.metrics:
         print("  metrics:")
-        rows = [[m.kind, m.variant, m.dataset, m.name, f"{m.value:g}" + (f" ±{m.tolerance:g}" if m.tolerance is not None else ""),
-                 f"$ {m.command}" if m.command else ""] for m in s.metrics]
-        for line in _table(rows, "    "):
+        from zoo.metrics_report import setting_text
+
+        rows = [[m.kind, m.variant, m.dataset, m.name, setting_text(m.setting),
+                 f"{m.value:g}" + (f" {m.unit}" if m.unit else "") + (f" ±{m.tolerance:g}" if m.tolerance is not None else ""),
+                 f"$ {m.command}" if m.command else (m.source or "")] for m in s.metrics]
+        for line in _table(rows, "    ", header=["kind", "variant", "dataset", "metric", "setting", "value", "command / source"]):
             builtins.print(line)
     if s.invariants:
         print(f"  invariants:      {', '.join(s.invariants)}")
@@ -357,6 +363,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         targets = [zoo.entry(n) for n in args.names]
     import contextlib
 
+    if args.measure:
+        if args.json or args.budget is not None or args.only:
+            raise ZooError("zoo check --measure runs the metric checks only and prints YAML; it takes no --json, --budget or --only")
+        return _measure(targets, args)
     results: list[dict[str, Any]] = []
     # --json: the human-readable lines go to stderr, stdout is one JSON document
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
@@ -369,10 +379,51 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _measure(targets: list[Any], args: argparse.Namespace) -> int:
+    """``zoo check --measure``: re-measure every reproduced metric that has a ``check:`` (``--slow``: the slow ones
+    too), report the checks on stderr and print on stdout each spec's reproduced metrics with the values measured
+    here, as YAML ready to paste over the spec's entries. Exit 1 when a check crashed before it measured anything."""
+    import contextlib
+    import platform
+
+    import yaml
+
+    from registry.conformance import Target, run_checks
+    from registry.metrics_store import record_key
+
+    results: list[dict[str, Any]] = []
+    with contextlib.redirect_stdout(sys.stderr):
+        run_checks(targets, slow=args.slow, only="::metric[", verbose=not args.quiet, target=Target(args.device, args.dtype),
+                   debug=args.debug, record=not args.no_record, results=results)
+    by_id = {r["id"]: r for r in results}
+    crashed = 0
+    for e in targets:
+        s = e.spec
+        if s is None:
+            continue
+        print(f"# {s.name}: reproduced metrics measured on {platform.node()} ({args.device}"
+              f"{', ' + args.dtype if args.dtype else ''}); paste over the spec's entries")
+        print("metrics:")
+        for m in s.metrics:
+            if m.kind != "reproduced":
+                continue
+            r = by_id.get(f"{s.name}::metric[{record_key(m)}]")
+            entry = m.model_dump(mode="json", exclude_defaults=True)
+            if r is not None and "value" in r:
+                entry["value"] = float(f"{r['value']:.6g}")
+                note = "" if r["status"] == "PASS" else f"  # the spec said {m.value:g} ± {m.tolerance:g}"
+                print("  - " + yaml.safe_dump(entry, default_flow_style=True, sort_keys=False, width=10**6, allow_unicode=True).strip() + note)
+            else:
+                crashed += r is not None and r["status"] == "FAIL"
+                why = (r["message"].splitlines() or ["failed"])[0] if r else "not run"
+                print(f"  # not measured: {m.name} on {m.dataset} ({why})")
+    return 1 if crashed else 0
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     """Every metric of a spec: the paper's number beside ours (spec value and the last `zoo check`)."""
     from registry.metrics_store import rows
-    from zoo.metrics_report import plot, table
+    from zoo.metrics_report import HEADER, plot, summary, table_rows
 
     names = [args.name] if args.name else zoo.list()
     if args.plot and len(names) != 1:
@@ -386,8 +437,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
         else:
             print(f"{s.name}: {s.title}")
-            for line in table(s, spec_rows):
-                print("  " + line)
+            for line in _table(table_rows(spec_rows), "  ", header=list(HEADER), no_wrap=()):
+                print(line)
+            print("  " + summary(spec_rows))
         if args.plot:
             print(f"wrote {plot(s, args.plot, spec_rows)}", file=sys.stderr)
     if args.json:
@@ -430,6 +482,15 @@ def cmd_new(args: argparse.Namespace) -> int:
         print(f"  {f.relative_to(root)}")
     print(f"next: cd {root} && pip install -e . && zoo check {args.name}\n"
           f"  (or without installing: ZOO_ALLOWED_PACKAGES={pkg} PYTHONPATH=. zoo check {pkg}/specs/{args.name}.yaml)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """A static HTML catalog (:mod:`zoo.report`): index + one page per spec; no server, no network."""
+    from zoo.report import build
+
+    pages = build(args.out, args.names or None, machine=None if args.no_detect else "probe")
+    print(f"wrote {len(pages)} pages to {Path(args.out)}/ (open {Path(args.out) / 'index.html'})")
     return 0
 
 
@@ -576,6 +637,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(bare --budget: $ZOO_CHECK_BUDGET or 20)")
     s.add_argument("-q", "--quiet", action="store_true", help="print failures only (a progress bar on a terminal)")
     s.add_argument("--no-record", action="store_true", help="do not store re-measured metrics for `zoo metrics`")
+    s.add_argument("--measure", action="store_true",
+                   help="run only the reproduced metrics' checks and print them with the values measured here, as YAML "
+                        "to paste into the spec's metrics: (a FAIL because the spec's value is a placeholder is expected)")
     s.add_argument("--json", action="store_true", help="stdout: one JSON document of every check's result (the report goes to stderr)")
 
     s = sub.add_parser("metrics", help="paper vs measured: every metric of a spec, paired by name + dataset + setting")
@@ -601,6 +665,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", help="kebab-case spec name; the package is its snake_case form")
     s.add_argument("--template", choices=["sampler", "recipe"], default="sampler")
     s.add_argument("--dir", default=".", help="create NAME/ in this folder (default: here)")
+
+    s = sub.add_parser("report", help="write a static HTML catalog: one page per spec (card, variants and fit, paper vs measured, figures) and an index",
+                       epilog="e.g. zoo report --out site/ && xdg-open site/index.html (no server, no network; the last zoo check values come from the metrics store)")
+    s.add_argument("names", nargs="*", help="only these specs (default: every discovered spec)")
+    s.add_argument("--out", default="site", help="output folder (created; an earlier report there is replaced; default: site)")
+    s.add_argument("--no-detect", action="store_true", help="no fit column (no hardware probe)")
 
     sub.add_parser("schema", help="print the spec JSON Schema")
     s = sub.add_parser("doctor", help="versions, devices, offline state, which variants fit here, broken specs")
@@ -665,7 +735,7 @@ def _main(argv: list[str] | None = None) -> int:
             return cmd_bench(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema, "train": cmd_train,
                    "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new,
-                   "sample": cmd_sample}[args.command]
+                   "sample": cmd_sample, "report": cmd_report}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:

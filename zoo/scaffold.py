@@ -1,12 +1,15 @@
 """``zoo new NAME --template sampler|recipe``: a third-party method package that passes ``zoo check``
 as generated (spec, model factory, procedure, invariants, metric check, tests, pyproject.toml with the
-``zoo.specs`` and ``zoo.plugins`` entry points). Templates ship in ``zoo/templates`` (package data)."""
+``zoo.specs`` and ``zoo.plugins`` entry points, and ``zoo-spec.schema.json``, the schema the spec's
+``$schema`` line names). Templates ship in ``zoo/templates`` (package data)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from registry.errors import ZooError
+from registry.spec import json_schema
 
 TEMPLATES = Path(__file__).parent / "templates"
 KINDS = ("sampler", "recipe")
@@ -71,4 +74,7 @@ def scaffold(name: str, template: str = "sampler", dest: str | Path = ".") -> li
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(_fill(src.read_text(), subs))
             written.append(out)
+    schema = root / "zoo-spec.schema.json"  # what the spec's `$schema=` line points at (no placeholder URL)
+    schema.write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+    written.append(schema)
     return written
