@@ -132,7 +132,7 @@ def test_mean_first_guess_needs_a_mean_when_the_model_has_no_data_law():
     from diffusers import UNet2DModel
 
     from zoo.common.digits import DIGITS_MEAN, DIGITS_UNET, build_digits_unet
-    from zoo.methods.f_dpmsolver.toy import digits_data
+    from zoo.common.digits import digits_images as digits_data
 
     bare = UNet2DModel(**DIGITS_UNET).eval()
     with pytest.raises(ValueError, match="data_mean"):

@@ -201,7 +201,7 @@ def digits_samplers(model, N: int, data_mean: float | None = None):
     training data's mean pixel value), DDIM (set_alpha_to_one=False), DPM-Solver++(2M) and UniPC with
     final_sigmas_type="sigma_min"."""
     if data_mean is None:
-        from .toy import digits_data
+        from zoo.common.digits import digits_images as digits_data
 
         data_mean = float(digits_data().mean())
     out = fdpm_variants(model, N, {}, data_mean=data_mean)
@@ -222,7 +222,7 @@ def digits_compare(model, nfes, rows: int = 64, seed: int = 0) -> dict[int, dict
     ab0 = float(FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params()).scheduler.alphas_cumprod[0])
     sigma_end = math.sqrt((1 - ab0) / ab0)
     res: dict[int, dict[str, float]] = {}
-    from .toy import digits_data
+    from zoo.common.digits import digits_images as digits_data
 
     mean = float(digits_data().mean())
     for N in nfes:
