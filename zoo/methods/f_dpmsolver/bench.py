@@ -305,3 +305,115 @@ def inpaint_scores(scheduler, model, N: int = 10, rows: int = 512, seed: int = 0
     comp = -0.5 * ((x1 - mu[None, :, 1]) ** 2 / var[None, :, 1] + torch.log(2 * math.pi * var[None, :, 1]))
     cond = torch.logsumexp(torch.log(post) + comp, dim=1)
     return {"known_err": float((lat[:, 0] - data[:, 0]).abs().max()), "cond_loglik": float(cond.mean())}
+
+
+# ----------------------------------------------------------------------------- why F-DDIM loses at NFE 4-6 on digits
+
+
+def digits_mixture_model(variance: float = 0.01):
+    """The exact epsilon-model of the digits training data (issue 40 item 5): an equal-weight mixture of isotropic
+    Gaussians N(x_i, variance I), one per image of :func:`zoo.common.digits.digits_images` (the 1,797 images the
+    digits UNet was trained on), under the UNet's own VP schedule (linear betas, T = 1000). Its denoiser is exact,
+    so any loss of a sampler on it is the sampler's, not model error. The default ``variance`` 0.01 (sd 0.1) is about
+    one grey level of the data (17 levels 0.125 apart in [-1, 1]); ``variance -> 0`` is the empirical law itself, for
+    which DDIM becomes exact once the posterior sits on one image. float64, a diffusers ``ModelMixin``
+    (``sample_size`` 8, ``in_channels`` 1) that every sampler of :func:`digits_samplers` accepts."""
+    from diffusers import ModelMixin
+    from diffusers.configuration_utils import ConfigMixin, register_to_config
+    from diffusers.utils import BaseOutput
+
+    from zoo.common.digits import digits_images
+    from zoo.common.gmm import VPSchedule
+
+    class Out(BaseOutput):
+        sample: torch.Tensor
+
+    class DigitsMixture(ModelMixin, ConfigMixin):
+        @register_to_config
+        def __init__(self, variance: float = 0.01, num_train_timesteps: int = 1000, beta_start: float = 1e-4,
+                     beta_end: float = 0.02, beta_schedule: str = "linear", in_channels: int = 1, sample_size: int = 8):
+            super().__init__()
+            self.register_buffer("means", digits_images().double().reshape(-1, in_channels * sample_size**2))
+            self.register_buffer("alphas_cumprod", VPSchedule.from_betas(num_train_timesteps, beta_start, beta_end, beta_schedule).alphas_cumprod)
+            self._anchor = torch.nn.Parameter(torch.zeros((), dtype=torch.float64), requires_grad=False)
+
+        def denoise(self, x: torch.Tensor, sigma2: torch.Tensor) -> torch.Tensor:
+            """E[x0 | x0 + sigma n = x] (EDM coordinates): posterior-weighted shrinkage towards each image."""
+            c = self.config.variance + sigma2[:, None]  # (B, 1)
+            d2 = torch.cdist(x, self.means, compute_mode="donot_use_mm_for_euclid_dist") ** 2  # (B, K), exact differences
+            w = torch.softmax(-0.5 * d2 / c, dim=1)
+            shrink = self.config.variance / c
+            return shrink * x + (1 - shrink) * (w @ self.means)
+
+        def forward(self, sample: torch.Tensor, timestep, **_):
+            t = torch.as_tensor(timestep, dtype=torch.float64).reshape(-1).expand(sample.shape[0])
+            ab = VPSchedule(self.alphas_cumprod).alpha_bar(t)[:, None]
+            xv = sample.double().reshape(sample.shape[0], -1)
+            x = xv / ab.sqrt()
+            eps = (xv - ab.sqrt() * self.denoise(x, ((1 - ab) / ab)[:, 0])) / (1 - ab).sqrt()
+            return Out(sample=eps.reshape(sample.shape).to(sample.dtype))
+
+    return DigitsMixture(variance=variance).eval()
+
+
+def fddim_clipped(model, x_T: torch.Tensor, N: int, clip: str | None, bound: float = 1.0) -> torch.Tensor:
+    """F-DDIM (order 1, e_0 := x_T, the LDM grid of :class:`FDPMSolverScheduler`) with the denoised estimate clipped to
+    ``[-bound, bound]`` (the data range) at one place - a diagnostic, not the paper's method:
+
+    * ``clip="lookahead"``: the implicit x0_k = (x_k - sigma_k e_k) / alpha_k from which the look-ahead is built,
+      xhat_{k+1} = alpha_{k+1} clip(x0_k) + sigma_{k+1} e_k (the order-1 look-ahead of step 1 written in x0 form;
+      diffusers' DDIM ``clip_sample`` clips the same quantity in DDIM's update);
+    * ``clip="update"``: the x0hat of step 3 (the forward value at the look-ahead point);
+    * ``None``: plain F-DDIM (equals :class:`FDPMSolverSampler` up to float rounding; tested).
+    """
+    from zoo.methods.diffusers_baselines.sampler import _vp_config
+
+    from .scheduler import FDPMSolverScheduler, forward_value_update
+
+    if clip not in (None, "lookahead", "update"):
+        raise ValueError(f"clip must be None, 'lookahead' or 'update', got {clip!r}")
+    sch = FDPMSolverScheduler(**_vp_config(model))
+    sch.set_timesteps(N)
+    a, s, lam, ts = sch.grid_alphas, sch.grid_vp_sigmas, sch.grid_lambdas, sch.grid_timesteps
+    mdt = next(model.parameters()).dtype
+    x = x_T.double()
+    e = x
+    for k in range(N):
+        x0k = (x - s[k] * e) / a[k]
+        if clip == "lookahead":
+            x0k = x0k.clamp(-bound, bound)
+        xhat = a[k + 1] * x0k + s[k + 1] * e
+        with torch.no_grad():
+            e = model(xhat.to(mdt), ts[k + 1]).sample.double()
+        x0 = (xhat - s[k + 1] * e) / a[k + 1]
+        if clip == "update":
+            x0 = x0.clamp(-bound, bound)
+        x = forward_value_update(x, x0, s[k], s[k + 1], a[k + 1], lam[k + 1] - lam[k])
+    return x
+
+
+def digits_diagnosis(models: dict, nfes, rows: int = 64, seed: int = 0) -> dict[str, dict[int, dict[str, float]]]:
+    """Median path error to each model's own high-accuracy PF-ODE solution (:func:`learned_reference`, the protocol
+    of :func:`digits_compare`, same x_T) of F-DDIM, F-DDIM with the look-ahead x0 clipped, F-DDIM with the update x0
+    clipped, DDIM and DDIM with ``clip_sample=True`` (all N calls, all ending at sigma(t = 0)), for each named model
+    (the digits UNet; :func:`digits_mixture_model`, the exact denoiser of its training data)."""
+    from diffusers import DDIMScheduler
+
+    from zoo.methods.diffusers_baselines.sampler import _vp_config
+
+    x_T = torch.randn(rows, 1, 8, 8, generator=torch.Generator().manual_seed(seed))
+    out: dict[str, dict[int, dict[str, float]]] = {}
+    for name, model in models.items():
+        ref = learned_reference(model, x_T).reshape(rows, -1)
+        mdt = next(model.parameters()).dtype
+        out[name] = {}
+        for N in nfes:
+            res = {}
+            for label, clip in (("F-DDIM", None), ("F-DDIM clip look-ahead x0", "lookahead"), ("F-DDIM clip update x0", "update")):
+                res[label] = fddim_clipped(model, x_T, N, clip).reshape(rows, -1)
+            for label, cs in (("DDIM", False), ("DDIM clip_sample", True)):
+                sch = DDIMScheduler(**_vp_config(model), timestep_spacing="trailing", set_alpha_to_one=False, clip_sample=cs)
+                with torch.no_grad():
+                    res[label] = run_scheduler(sch, model, x_T.to(mdt), N).double().reshape(rows, -1)
+            out[name][N] = {k: float((v - ref).norm(dim=1).median()) for k, v in res.items()}
+    return out
