@@ -40,12 +40,12 @@ def resolve_alias(new: str) -> Any:
     return obj
 
 
-def _getattr_for(module_name: str, aliases: dict[str, str], fallback: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
+def _getattr_for(module_name: str, aliases: dict[str, str]) -> Callable[[str], Any]:
+    """A PEP 562 ``__getattr__`` serving ``aliases`` (old name -> new ``"module:attr"``) with a DeprecationWarning."""
+
     def __getattr__(name: str) -> Any:
         new = aliases.get(name)
         if new is None:
-            if fallback is not None:
-                return fallback(name)
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
         warnings.warn(f"{module_name}.{name} moved to {new.replace(':', '.')}; the old path is a deprecated alias "
                       f"removed in zoo {REMOVED_IN}", DeprecationWarning, stacklevel=2)

@@ -267,7 +267,7 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
         self._x: torch.Tensor | None = None  # true state x_j
         self._lookahead: torch.Tensor | None = None  # the point the model is evaluated at next
         self._seed_next = False  # the next model call is at the state itself: it seeds the eps history
-        self._returned: torch.Tensor | None = None  # private copy of the last prev_sample's values (edit detection)
+        self._returned: torch.Tensor | None = None  # private tensor holding the last prev_sample's values (edit detection)
         self._eps_hist: list[torch.Tensor] = []
         self._lam_hist: list[float] = []
         self.num_edits = 0  # edited latents honoured in this run (see ``step``)
@@ -425,8 +425,8 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
         """Whether ``sample`` differs **in value** from the latents this scheduler returned last (a blend, a callback
         edit, or an in-place edit such as ``latents.mul_(0.5).add_(0.3)`` of the returned tensor itself).
 
-        ``self._returned`` is the scheduler's own copy of what it handed out (the caller's tensor may have been changed
-        in place, so identity says nothing). Cost: one ``torch.equal`` per step, i.e. one read of both latent tensors
+        ``self._returned`` is the scheduler's own tensor with the values it handed out as a copy (the caller's tensor
+        may have been changed in place, so identity says nothing). Cost: one ``torch.equal`` per step, i.e. one read of both latent tensors
         and, on an accelerator, one host synchronisation (measured in the card; negligible next to a model call)."""
         ref = self._returned
         if ref is None:
