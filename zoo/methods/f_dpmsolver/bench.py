@@ -417,3 +417,46 @@ def digits_diagnosis(models: dict, nfes, rows: int = 64, seed: int = 0) -> dict[
                     res[label] = run_scheduler(sch, model, x_T.to(mdt), N).double().reshape(rows, -1)
             out[name][N] = {k: float((v - ref).norm(dim=1).median()) for k, v in res.items()}
     return out
+
+
+def edit_detection_cost(shapes=((2, 4, 64, 64), (1, 4, 128, 128)), steps: int = 50, repeats: int = 7) -> list[dict[str, float]]:
+    """The per-step cost of honouring in-place edits (issue 40 item 1), no model, on the calling thread: ms per
+    :meth:`FDPMSolverScheduler.step` over a ``steps``-step run (best of ``repeats``), and the two pieces the fix adds
+    to each step - one ``torch.equal`` of the sample with the scheduler's private values and one copy of
+    ``prev_sample`` - timed alone at the same shape (mean of 200, best of ``repeats``). On an accelerator the
+    comparison is also one host synchronisation per step (not measured here).
+
+        python -c "from zoo.methods.f_dpmsolver.bench import edit_detection_cost as c; [print(r) for r in c()]"
+    """
+    import time
+
+    from .scheduler import FDPMSolverScheduler
+
+    def best(fn) -> float:
+        return min(fn() for _ in range(repeats)) * 1e3
+
+    rows = []
+    for shape in shapes:
+        out = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+        x0 = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+
+        def run() -> float:
+            sch = FDPMSolverScheduler()
+            sch.set_timesteps(steps)
+            x = sch.scale_model_input(x0, sch.timesteps[0])
+            t0 = time.perf_counter()
+            for t in sch.timesteps:
+                x = sch.step(out, t, x).prev_sample
+            return (time.perf_counter() - t0) / steps
+
+        def piece(fn) -> float:
+            t0 = time.perf_counter()
+            for _ in range(200):
+                fn()
+            return (time.perf_counter() - t0) / 200
+
+        y = x0.clone()
+        rows.append({"shape": "x".join(map(str, shape)), "step_ms": best(run),
+                     "equal_ms": best(lambda: piece(lambda: torch.equal(x0, y))),
+                     "copy_ms": best(lambda: piece(lambda: x0.to(x0.dtype, copy=True)))})
+    return rows
