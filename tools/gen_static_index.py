@@ -4,10 +4,11 @@
 * ``<package>/zoo-index.json`` for each method package (default: ``zoo.common`` and every ``zoo.methods.*``; name
   others, e.g. a plugin's top package): every callable the package registers with
   :mod:`registry.contract` (procedures, factories, metric checks, converters, transforms,
-  benchmarks, trainers), keyed by each ``"module:attr"`` spelling that reaches it (the defining module and
-  the packages re-exporting it), with the JSON Schema of a procedure's ``Params``, a
-  factory's ``config`` model, a metric check's ``check_params`` model, a transform's
-  ``transform_config`` model and a benchmark's or trainer's options.
+  benchmarks, trainers), keyed by each ``"module:attr"`` spelling that reaches it (the defining module, the
+  packages re-exporting it, and the deprecated aliases of moved names a package declares in
+  ``__deprecated_aliases__``, marked ``"deprecated": "<new target>"``), with the JSON Schema of a
+  procedure's ``Params``, a factory's ``config`` model, a metric check's ``check_params`` model, a
+  transform's ``transform_config`` model and a benchmark's or trainer's options.
 * ``registry/library_names.json``: the public CamelCase names of transformers and diffusers at
   the installed versions (``model_class:`` is checked against them), and timm's registered
   architecture names (``timm.list_models()``; a timm role's ``model_name:`` is checked against them).
@@ -58,11 +59,38 @@ def _modules(package: str) -> list[Any]:
     return mods
 
 
+def _entry(obj: Any, kinds_of: dict[int, list[str]]) -> dict[str, Any]:
+    """The index entry of a registered object (``{}`` when ``obj`` is not registered)."""
+    from registry import contract
+
+    kinds = kinds_of.get(id(obj))
+    if not kinds:
+        return {}
+    entry: dict[str, Any] = {"kinds": sorted(kinds)}
+    if "procedure" in kinds and getattr(obj, "Params", None) is not None:
+        entry["params"] = _schema(obj.Params)
+    if "factory" in kinds:
+        entry["params"] = _schema(contract.factory_params(obj))
+    for kind, model_of in (("metric_check", contract.check_params_model), ("transform", contract.transform_params)):
+        if kind in kinds:
+            try:
+                entry["params"] = _schema(model_of(obj))
+            except TypeError:  # a signature the engine cannot validate: refused at build time, no static schema
+                pass
+    if ("trainer" in kinds or "benchmark" in kinds) and getattr(obj, "zoo_options", None) is not None:
+        entry["params"] = _schema(obj.zoo_options)  # a trainer's spec params / a benchmark's options
+    return entry
+
+
 def package_index(package: str) -> dict[str, Any]:
     """The index of one package: ``{"targets": {"mod:attr": {"kinds": [...], "params": schema?}}}``."""
     from registry import contract
 
+    from zoo.common.deprecation import resolve_alias
+
     mods = _modules(package)
+    moved = {(sub, attr): resolve_alias(new) for sub, aliases in getattr(mods[0], "__deprecated_aliases__", {}).items()
+             for attr, new in aliases.items()}  # imported before the registry is read: they may register there
     kinds_of: dict[int, list[str]] = {}
     for kind, objs in contract._REGISTRY.items():
         for obj in objs:
@@ -70,23 +98,14 @@ def package_index(package: str) -> dict[str, Any]:
     targets: dict[str, dict[str, Any]] = {}
     for m in mods:  # every "module:attr" of the package that reaches a registered object (re-exports too)
         for attr, obj in sorted(vars(m).items()):
-            kinds = kinds_of.get(id(obj))
-            if not kinds or attr.startswith("_"):
-                continue
-            entry: dict[str, Any] = {"kinds": sorted(kinds)}
-            if "procedure" in kinds and getattr(obj, "Params", None) is not None:
-                entry["params"] = _schema(obj.Params)
-            if "factory" in kinds:
-                entry["params"] = _schema(contract.factory_params(obj))
-            for kind, model_of in (("metric_check", contract.check_params_model), ("transform", contract.transform_params)):
-                if kind in kinds:
-                    try:
-                        entry["params"] = _schema(model_of(obj))
-                    except TypeError:  # a signature the engine cannot validate: refused at build time, no static schema
-                        pass
-            if ("trainer" in kinds or "benchmark" in kinds) and getattr(obj, "zoo_options", None) is not None:
-                entry["params"] = _schema(obj.zoo_options)  # a trainer's spec params / a benchmark's options
-            targets[f"{m.__name__}:{attr}"] = entry
+            entry = _entry(obj, kinds_of)
+            if entry and not attr.startswith("_"):
+                targets[f"{m.__name__}:{attr}"] = entry
+    for sub, aliases in sorted(getattr(mods[0], "__deprecated_aliases__", {}).items()):  # moved names (zoo.common.deprecation)
+        for attr, new in sorted(aliases.items()):
+            entry = _entry(moved[sub, attr], kinds_of)
+            if entry:
+                targets[f"{package}{'.' + sub if sub else ''}:{attr}"] = {**entry, "deprecated": new}
     return {"generated_by": "tools/gen_static_index.py", "package": package,
             "targets": dict(sorted(targets.items()))}
 

@@ -20,14 +20,6 @@ def test_split_is_fixed_stratified_and_in_range():
     assert torch.equal(s.x_train, s2.x_train) and torch.equal(s.y_test, s2.y_test)
 
 
-def test_f_dpmsolver_digits_data_is_the_common_loader():
-    """F-DPMSolver's digits data is the common loader (same tensor as before the move)."""
-    from zoo.methods.f_dpmsolver.toy import digits_data
-
-    x = digits_data()
-    assert torch.equal(x, D.digits_images()) and x.shape == (1797, 1, 8, 8) and x.dtype == torch.float32
-
-
 def test_classifier_accuracy_on_test_split():
     """The deterministic logistic-regression classifier reaches >= 95 % on the held-out split (measured 96.1 %)."""
     acc = D.classifier_accuracy()

@@ -351,7 +351,7 @@ def test_digits_unet_loads_strictly_and_samples_look_like_digits(tmp_path):
     from safetensors.torch import load_file
 
     from zoo.common.digits import build_digits_unet
-    from zoo.methods.f_dpmsolver.toy import digits_data
+    from zoo.common.digits import digits_images as digits_data
 
     root = Path(__file__).resolve().parents[2]
     unet = build_digits_unet()

@@ -322,6 +322,70 @@ def test_an_edit_is_honoured_as_a_restart_from_the_edited_latents(first_eps, edi
     assert not torch.allclose(got, full_loop(FDPMSolverScheduler(first_eps=first_eps), m, x_T(), N), atol=1e-3)
 
 
+def _restart(sch, model, x, N, begin):
+    """The documented restart: a partial run (``set_begin_index(begin)``) of ``sch`` from latents ``x``."""
+    sch.set_timesteps(N)
+    if hasattr(sch, "set_begin_index"):
+        sch.set_begin_index(begin)
+    for t in sch.timesteps[begin:]:
+        x = sch.step(model(sch.scale_model_input(x, t), t).sample, t, x).prev_sample
+    return x
+
+
+@pytest.mark.parametrize("first_eps", ["approx", "evaluate"])
+@pytest.mark.parametrize("in_place", [False, True], ids=["out-of-place", "in-place"])
+def test_an_in_place_edit_of_prev_sample_is_a_restart_like_an_out_of_place_one(first_eps, in_place):
+    """Issue 40 item 1: a guidance / inpainting loop edits the returned ``prev_sample`` *in place*
+    (``x.mul_(0.5).add_(0.3)``). It must count as one edit and give exactly (``torch.equal``) the documented restart from
+    the edited latents, as the out-of-place edit ``x * 0.5 + 0.3`` does - and as DDIM gives both (the control: a stateless
+    scheduler continues from whatever latents it is handed). Before the fix the returned tensor *was* the scheduler's
+    look-ahead and edits were detected by identity: ``num_edits`` stayed 0 and the run ended 1.70 (``approx``) / 1.92
+    (``evaluate``) off the restart here (the in-place cases fail on main; the out-of-place ones passed there too)."""
+    m = gmm_model()
+    N, edit_at = 8, 3
+    edited = {}
+
+    def edit(i, t, x):
+        if i != edit_at:
+            return x
+        y = x.mul_(0.5).add_(0.3) if in_place else x * 0.5 + 0.3
+        edited["y"] = y.clone()
+        return y
+
+    sch = FDPMSolverScheduler(first_eps=first_eps)
+    got = full_loop(sch, m, x_T(), N, callback=edit)
+    assert sch.num_edits == 1
+    want = _restart(FDPMSolverScheduler(first_eps=first_eps), m, edited["y"], N, edit_at + 1)
+    assert torch.equal(got, want), float((got - want).abs().max())
+
+    ddim = dict(timestep_spacing="trailing", clip_sample=False)
+    got_ddim = full_loop(DDIMScheduler(**ddim), m, x_T(), N, callback=edit)
+    assert torch.equal(got_ddim, _restart(DDIMScheduler(**ddim), m, edited["y"], N, edit_at + 1))
+
+
+def test_returned_tensors_are_the_callers_own():
+    """Whatever the caller does in place to the tensors it was handed (the first ``scale_model_input`` output, every
+    ``prev_sample``) or handed in (``sample``), the scheduler's state is untouched: zeroing each one right after use
+    (an edit the scheduler is then told about by value) leaves a run whose latents were passed back as clean copies
+    bit-identical to a run without the zeroing."""
+    m = gmm_model()
+    N = 6
+    plain = full_loop(FDPMSolverScheduler(), m, x_T(), N)
+    sch = FDPMSolverScheduler()
+    sch.set_timesteps(N)
+    x = x_T()
+    for t in sch.timesteps:
+        model_in = sch.scale_model_input(x, t)
+        out = m(model_in, t).sample
+        if model_in is not x:  # the first call hands out the look-ahead (later calls are the identity, as in diffusers)
+            model_in.zero_()
+        prev = sch.step(out, t, x).prev_sample
+        x.zero_()  # the sample handed in is the caller's too
+        x = prev.clone()
+        prev.zero_()  # and the returned tensor: zeroed after an exact copy was kept
+    assert torch.equal(x, plain) and sch.num_edits == 0
+
+
 def test_inpainting_blend_conditions_the_unknown_coordinate():
     """Inpainting on the exact testbed (the SD-inpaint 4-channel protocol: after each step, blend the known coordinate
     with the data noised to the next timestep). The mean exact conditional log-density log p(x_1 | x_0 = known) of the

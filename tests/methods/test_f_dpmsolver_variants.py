@@ -132,7 +132,7 @@ def test_mean_first_guess_needs_a_mean_when_the_model_has_no_data_law():
     from diffusers import UNet2DModel
 
     from zoo.common.digits import DIGITS_MEAN, DIGITS_UNET, build_digits_unet
-    from zoo.methods.f_dpmsolver.toy import digits_data
+    from zoo.common.digits import digits_images as digits_data
 
     bare = UNet2DModel(**DIGITS_UNET).eval()
     with pytest.raises(ValueError, match="data_mean"):
@@ -149,3 +149,29 @@ def test_ddim_baseline_unchanged_by_the_new_rows():
     m = analytic_model("gmm3")
     p = DDIMSampler({"denoiser": m}, DDIMSampler.Params(num_inference_steps=10))
     assert type(p.scheduler).__name__ == "DDIMScheduler" and p.scheduler.config.timestep_spacing == "trailing"
+
+
+def test_digits_diagnosis_pieces_are_what_they_claim():
+    """The two pieces behind the card's "not model error, the look-ahead x0 leaves the data range" (issue 40 item 5):
+    ``digits_mixture_model`` is the exact epsilon of N(x_i, v I) over the training images (equal to the generic
+    mixture code of zoo.common.gmm, 1e-10), and ``fddim_clipped(clip=None)`` is F-DDIM (equal to FDPMSolverSampler on
+    the exact gmm3 toy, 1e-10) while clipping changes it."""
+    from zoo.common.digits import digits_images
+    from zoo.common.gmm import GaussianMixture, VPSchedule
+    from zoo.methods.f_dpmsolver.bench import digits_mixture_model, fddim_clipped
+
+    model = digits_mixture_model(0.01)
+    x = torch.randn(3, 1, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    t = torch.tensor([50.0, 400.0, 900.0], dtype=torch.float64)
+    means = digits_images().double().reshape(-1, 64)
+    gmm = GaussianMixture(torch.ones(len(means)), means, variances=torch.full((len(means),), 0.01, dtype=torch.float64))
+    ab = VPSchedule.from_betas().alpha_bar(t)
+    want = torch.stack([gmm.predict_vp(x[i : i + 1].reshape(1, -1), ab[i : i + 1])[0] for i in range(3)])
+    got = torch.stack([model(x[i : i + 1], t[i]).sample.reshape(-1) for i in range(3)])
+    assert torch.allclose(got, want, atol=1e-10, rtol=0), float((got - want).abs().max())
+
+    toy = analytic_model("gmm3")
+    x_T = torch.randn(16, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    plain = FDPMSolverSampler({"denoiser": toy}, FDPMSolverSampler.Params(num_inference_steps=5))(noise=x_T).samples
+    assert torch.allclose(fddim_clipped(toy, x_T, 5, None), plain, atol=1e-10, rtol=0)
+    assert not torch.allclose(fddim_clipped(toy, x_T, 5, "lookahead", bound=0.5), plain, atol=1e-3)

@@ -184,3 +184,38 @@ def test_train_steps_path_trains_a_fresh_batchtopk_sae():
     out = proc(seed=0, texts=default_corpus(40), n_topics=3)  # same texts as above: embeddings cache hit
     assert len(out["topics"]) == 3 and np.allclose(out["topic_word"].sum(1), 1)
     assert torch.equal(sae.W_dec.detach(), before)  # the model object given by the engine is not mutated
+
+
+def test_kmeans_seed_follows_the_seed_and_the_param_fixes_it(monkeypatch):
+    """Issue 40 item 3: stage 3's k-means ``random_state`` is the call's seed (so a seed sweep measures the k-means
+    spread too), ``retopic(kmeans_seed=...)`` overrides it, and the ``kmeans_seed`` param fixes it (42 = the reference
+    code's). On main every merge used random_state 42 whatever the seed."""
+    import sklearn.cluster
+
+    from zoo.methods.sae_tm import SAETopicModel
+    from zoo.methods.sae_tm.toy import build_sae
+
+    seen: list[int] = []
+    real = sklearn.cluster.KMeans
+
+    class Spy(real):
+        def fit(self, *a, **k):
+            seen.append(self.random_state)
+            return super().fit(*a, **k)
+
+    monkeypatch.setattr(sklearn.cluster, "KMeans", Spy)
+
+    class Encoder:  # deterministic "embeddings" (no MiniLM needed): cached_embeddings calls sentence_embeddings
+        path = "test-encoder"
+
+    monkeypatch.setattr("zoo.methods.sae_tm.pipeline.cached_embeddings",
+                        lambda enc, texts, **kw: torch.randn(len(texts), 384, generator=torch.Generator().manual_seed(len(texts))))
+    texts = [f"alpha beta gamma {i} delta epsilon {i % 3} zeta eta theta" for i in range(30)]
+    proc = SAETopicModel(models={"encoder": Encoder(), "sae": build_sae()}, params=SAETopicModel.Params(epochs=1, min_df=1),
+                         device="cpu", dtype=None)
+    proc(seed=3, texts=texts, n_topics=2)
+    proc.retopic(2)
+    proc.retopic(2, kmeans_seed=7)
+    fixed = proc.with_params(kmeans_seed=42)
+    fixed(seed=3, texts=texts, n_topics=2)
+    assert seen == [3, 3, 7, 42]

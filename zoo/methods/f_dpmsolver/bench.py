@@ -201,7 +201,7 @@ def digits_samplers(model, N: int, data_mean: float | None = None):
     training data's mean pixel value), DDIM (set_alpha_to_one=False), DPM-Solver++(2M) and UniPC with
     final_sigmas_type="sigma_min"."""
     if data_mean is None:
-        from .toy import digits_data
+        from zoo.common.digits import digits_images as digits_data
 
         data_mean = float(digits_data().mean())
     out = fdpm_variants(model, N, {}, data_mean=data_mean)
@@ -222,7 +222,7 @@ def digits_compare(model, nfes, rows: int = 64, seed: int = 0) -> dict[int, dict
     ab0 = float(FDPMSolverSampler({"denoiser": model}, FDPMSolverSampler.Params()).scheduler.alphas_cumprod[0])
     sigma_end = math.sqrt((1 - ab0) / ab0)
     res: dict[int, dict[str, float]] = {}
-    from .toy import digits_data
+    from zoo.common.digits import digits_images as digits_data
 
     mean = float(digits_data().mean())
     for N in nfes:
@@ -305,3 +305,158 @@ def inpaint_scores(scheduler, model, N: int = 10, rows: int = 512, seed: int = 0
     comp = -0.5 * ((x1 - mu[None, :, 1]) ** 2 / var[None, :, 1] + torch.log(2 * math.pi * var[None, :, 1]))
     cond = torch.logsumexp(torch.log(post) + comp, dim=1)
     return {"known_err": float((lat[:, 0] - data[:, 0]).abs().max()), "cond_loglik": float(cond.mean())}
+
+
+# ----------------------------------------------------------------------------- why F-DDIM loses at NFE 4-6 on digits
+
+
+def digits_mixture_model(variance: float = 0.01):
+    """The exact epsilon-model of the digits training data (issue 40 item 5): an equal-weight mixture of isotropic
+    Gaussians N(x_i, variance I), one per image of :func:`zoo.common.digits.digits_images` (the 1,797 images the
+    digits UNet was trained on), under the UNet's own VP schedule (linear betas, T = 1000). Its denoiser is exact,
+    so any loss of a sampler on it is the sampler's, not model error. The default ``variance`` 0.01 (sd 0.1) is about
+    one grey level of the data (17 levels 0.125 apart in [-1, 1]); ``variance -> 0`` is the empirical law itself, for
+    which DDIM becomes exact once the posterior sits on one image. float64, a diffusers ``ModelMixin``
+    (``sample_size`` 8, ``in_channels`` 1) that every sampler of :func:`digits_samplers` accepts."""
+    from diffusers import ModelMixin
+    from diffusers.configuration_utils import ConfigMixin, register_to_config
+    from diffusers.utils import BaseOutput
+
+    from zoo.common.digits import digits_images
+    from zoo.common.gmm import VPSchedule
+
+    class Out(BaseOutput):
+        sample: torch.Tensor
+
+    class DigitsMixture(ModelMixin, ConfigMixin):
+        @register_to_config
+        def __init__(self, variance: float = 0.01, num_train_timesteps: int = 1000, beta_start: float = 1e-4,
+                     beta_end: float = 0.02, beta_schedule: str = "linear", in_channels: int = 1, sample_size: int = 8):
+            super().__init__()
+            self.register_buffer("means", digits_images().double().reshape(-1, in_channels * sample_size**2))
+            self.register_buffer("alphas_cumprod", VPSchedule.from_betas(num_train_timesteps, beta_start, beta_end, beta_schedule).alphas_cumprod)
+            self._anchor = torch.nn.Parameter(torch.zeros((), dtype=torch.float64), requires_grad=False)
+
+        def denoise(self, x: torch.Tensor, sigma2: torch.Tensor) -> torch.Tensor:
+            """E[x0 | x0 + sigma n = x] (EDM coordinates): posterior-weighted shrinkage towards each image."""
+            c = self.config.variance + sigma2[:, None]  # (B, 1)
+            d2 = torch.cdist(x, self.means, compute_mode="donot_use_mm_for_euclid_dist") ** 2  # (B, K), exact differences
+            w = torch.softmax(-0.5 * d2 / c, dim=1)
+            shrink = self.config.variance / c
+            return shrink * x + (1 - shrink) * (w @ self.means)
+
+        def forward(self, sample: torch.Tensor, timestep, **_):
+            t = torch.as_tensor(timestep, dtype=torch.float64).reshape(-1).expand(sample.shape[0])
+            ab = VPSchedule(self.alphas_cumprod).alpha_bar(t)[:, None]
+            xv = sample.double().reshape(sample.shape[0], -1)
+            x = xv / ab.sqrt()
+            eps = (xv - ab.sqrt() * self.denoise(x, ((1 - ab) / ab)[:, 0])) / (1 - ab).sqrt()
+            return Out(sample=eps.reshape(sample.shape).to(sample.dtype))
+
+    return DigitsMixture(variance=variance).eval()
+
+
+def fddim_clipped(model, x_T: torch.Tensor, N: int, clip: str | None, bound: float = 1.0) -> torch.Tensor:
+    """F-DDIM (order 1, e_0 := x_T, the LDM grid of :class:`FDPMSolverScheduler`) with the denoised estimate clipped to
+    ``[-bound, bound]`` (the data range) at one place - a diagnostic, not the paper's method:
+
+    * ``clip="lookahead"``: the implicit x0_k = (x_k - sigma_k e_k) / alpha_k from which the look-ahead is built,
+      xhat_{k+1} = alpha_{k+1} clip(x0_k) + sigma_{k+1} e_k (the order-1 look-ahead of step 1 written in x0 form;
+      diffusers' DDIM ``clip_sample`` clips the same quantity in DDIM's update);
+    * ``clip="update"``: the x0hat of step 3 (the forward value at the look-ahead point);
+    * ``None``: plain F-DDIM (equals :class:`FDPMSolverSampler` up to float rounding; tested).
+    """
+    from zoo.methods.diffusers_baselines.sampler import _vp_config
+
+    from .scheduler import FDPMSolverScheduler, forward_value_update
+
+    if clip not in (None, "lookahead", "update"):
+        raise ValueError(f"clip must be None, 'lookahead' or 'update', got {clip!r}")
+    sch = FDPMSolverScheduler(**_vp_config(model))
+    sch.set_timesteps(N)
+    a, s, lam, ts = sch.grid_alphas, sch.grid_vp_sigmas, sch.grid_lambdas, sch.grid_timesteps
+    mdt = next(model.parameters()).dtype
+    x = x_T.double()
+    e = x
+    for k in range(N):
+        x0k = (x - s[k] * e) / a[k]
+        if clip == "lookahead":
+            x0k = x0k.clamp(-bound, bound)
+        xhat = a[k + 1] * x0k + s[k + 1] * e
+        with torch.no_grad():
+            e = model(xhat.to(mdt), ts[k + 1]).sample.double()
+        x0 = (xhat - s[k + 1] * e) / a[k + 1]
+        if clip == "update":
+            x0 = x0.clamp(-bound, bound)
+        x = forward_value_update(x, x0, s[k], s[k + 1], a[k + 1], lam[k + 1] - lam[k])
+    return x
+
+
+def digits_diagnosis(models: dict, nfes, rows: int = 64, seed: int = 0) -> dict[str, dict[int, dict[str, float]]]:
+    """Median path error to each model's own high-accuracy PF-ODE solution (:func:`learned_reference`, the protocol
+    of :func:`digits_compare`, same x_T) of F-DDIM, F-DDIM with the look-ahead x0 clipped, F-DDIM with the update x0
+    clipped, DDIM and DDIM with ``clip_sample=True`` (all N calls, all ending at sigma(t = 0)), for each named model
+    (the digits UNet; :func:`digits_mixture_model`, the exact denoiser of its training data)."""
+    from diffusers import DDIMScheduler
+
+    from zoo.methods.diffusers_baselines.sampler import _vp_config
+
+    x_T = torch.randn(rows, 1, 8, 8, generator=torch.Generator().manual_seed(seed))
+    out: dict[str, dict[int, dict[str, float]]] = {}
+    for name, model in models.items():
+        ref = learned_reference(model, x_T).reshape(rows, -1)
+        mdt = next(model.parameters()).dtype
+        out[name] = {}
+        for N in nfes:
+            res = {}
+            for label, clip in (("F-DDIM", None), ("F-DDIM clip look-ahead x0", "lookahead"), ("F-DDIM clip update x0", "update")):
+                res[label] = fddim_clipped(model, x_T, N, clip).reshape(rows, -1)
+            for label, cs in (("DDIM", False), ("DDIM clip_sample", True)):
+                sch = DDIMScheduler(**_vp_config(model), timestep_spacing="trailing", set_alpha_to_one=False, clip_sample=cs)
+                with torch.no_grad():
+                    res[label] = run_scheduler(sch, model, x_T.to(mdt), N).double().reshape(rows, -1)
+            out[name][N] = {k: float((v - ref).norm(dim=1).median()) for k, v in res.items()}
+    return out
+
+
+def edit_detection_cost(shapes=((2, 4, 64, 64), (1, 4, 128, 128)), steps: int = 50, repeats: int = 7) -> list[dict[str, float]]:
+    """The per-step cost of honouring in-place edits (issue 40 item 1), no model, on the calling thread: ms per
+    :meth:`FDPMSolverScheduler.step` over a ``steps``-step run (best of ``repeats``), and the two pieces the fix adds
+    to each step - one ``torch.equal`` of the sample with the scheduler's private values and one copy of
+    ``prev_sample`` - timed alone at the same shape (mean of 200, best of ``repeats``). On an accelerator the
+    comparison is also one host synchronisation per step (not measured here).
+
+        python -c "from zoo.methods.f_dpmsolver.bench import edit_detection_cost as c; [print(r) for r in c()]"
+    """
+    import time
+
+    from .scheduler import FDPMSolverScheduler
+
+    def best(fn) -> float:
+        return min(fn() for _ in range(repeats)) * 1e3
+
+    rows = []
+    for shape in shapes:
+        out = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+        x0 = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+
+        def run() -> float:
+            sch = FDPMSolverScheduler()
+            sch.set_timesteps(steps)
+            x = sch.scale_model_input(x0, sch.timesteps[0])
+            t0 = time.perf_counter()
+            for t in sch.timesteps:
+                x = sch.step(out, t, x).prev_sample
+            return (time.perf_counter() - t0) / steps
+
+        def piece(fn) -> float:
+            t0 = time.perf_counter()
+            for _ in range(200):
+                fn()
+            return (time.perf_counter() - t0) / 200
+
+        y = x0.clone()
+        rows.append({"shape": "x".join(map(str, shape)), "step_ms": best(run),
+                     "equal_ms": best(lambda: piece(lambda: torch.equal(x0, y))),
+                     "copy_ms": best(lambda: piece(lambda: x0.to(x0.dtype, copy=True)))})
+    return rows

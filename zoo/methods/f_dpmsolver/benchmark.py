@@ -19,6 +19,9 @@ same grid: NFE / 2 steps of each; even NFE only), F-DPMSolver-2 (order-2 look-ah
 digits  the tiny epsilon-UNet trained in-repo on scikit-learn's 8x8 digits (zoo train digits; specs/digits.yaml):
        path error against a high-accuracy (Dormand-Prince, rtol 1e-6) solution of the learned model's own PF-ODE;
        every sampler ends at sigma(t = 0) (DDIM set_alpha_to_one=False, multistep final_sigmas_type="sigma_min").
+       Below it, NFE <= 10: the same protocol on the exact denoiser of the UNet's training images (a mixture of
+       N(x_i, v I), v = 0.01 and 1e-4) and with F-DDIM's denoised estimate clipped to [-1, 1] (why F-DDIM loses at
+       low NFE there: not model error; the look-ahead's x0 leaves the data range).
 
 Metrics per (grid, mixture, sampler, NFE): median path error ||x_N - exact PF-ODE(x_T)|| over the sampler's own
 noise range, sliced W2 to exact data samples (128 projections), mean exact log-density of the samples (data:
@@ -80,6 +83,29 @@ def overhead_table(steps: int = 10, batch: int = 8, repeats: int = 3) -> list[tu
         rows.append((name, best * 1e3, best / unet_s))
     rows.append(("(tiny UNet call)", unet_s * 1e3, 1.0))
     return rows
+
+
+def digits_diagnosis_lines(unet, nfes: list[int], rows: int, seed: int, into: dict) -> list[str]:
+    """Why F-DDIM loses to DDIM at low NFE on the digits UNet (issue 40 item 5): the same protocol
+    (:func:`~zoo.methods.f_dpmsolver.bench.digits_diagnosis`) on the UNet and on the exact denoiser of its training
+    images (:func:`~zoo.methods.f_dpmsolver.bench.digits_mixture_model`, variance 0.01 and 1e-4), with F-DDIM's
+    denoised estimate clipped to the data range [-1, 1] at the look-ahead or at the update, and DDIM with and without
+    ``clip_sample``. Fills ``into`` (``{model: {nfe: {sampler: error}}}``, for the JSON) and returns the table lines."""
+    from .bench import digits_diagnosis, digits_mixture_model
+
+    models = {"digits UNet": unet, "exact mixture, variance 0.01": digits_mixture_model(0.01),
+              "exact mixture, variance 1e-4": digits_mixture_model(1e-4)}
+    into.update(digits_diagnosis(models, nfes, rows=rows, seed=seed))
+    cols = list(next(iter(next(iter(into.values())).values())))
+    lines = ["### digits, NFE <= 10: the same loss with the exact denoiser of the training images? and with x0 clipped to [-1, 1]",
+             f"median path error to each model's own PF-ODE ({rows} x_T, seed {seed}); the exact mixture is N(x_i, v I) over the "
+             "1,797 training images", "| model | NFE | " + " | ".join(cols) + " | DDIM / F-DDIM | DDIM / F-DDIM clip look-ahead x0 |",
+             "|---" * (len(cols) + 4) + "|"]
+    for name, by_n in into.items():
+        for N, row in by_n.items():
+            lines.append(f"| {name} | {N} | " + " | ".join(f"{row[c]:.3g}" for c in cols)
+                         + f" | {row['DDIM'] / row['F-DDIM']:.2f}x | {row['DDIM'] / row['F-DDIM clip look-ahead x0']:.2f}x |")
+    return lines + [""]
 
 
 @benchmark
@@ -147,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = {r["sampler"]: r["path_err"] for r in results if (r["grid"], r["mixture"], r["nfe"]) == (grid, mix, 4)}
                 lines.append(f"  [{grid}, {mix}] " + ", ".join(f"{n} {row['DDIM'] / row[n]:.2f}x" for n in ("F-DDIM", "F-DDIM-mean", "F-DDIM-evaluate") if n in row))
         lines.append("")
-    digits = None
+    digits, diagnosis = None, {}
     if not args.no_digits:
         import zoo
 
@@ -163,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += [f"| {N} | " + " | ".join(f"{digits[N][n]:.3g}" if n in digits[N] else "-" for n in dn) + f" | {digits[N]['DDIM'] / digits[N]['F-DDIM']:.2f}x |" for N in args.nfe]
         bad = [N for N in args.nfe if N >= 5 and digits[N]["F-DDIM"] >= digits[N]["DDIM"]]
         lines += ["", "claim F-DDIM < DDIM at every NFE >= 5 [digits UNet]: " + ("HOLDS" if not bad else f"FAILS at NFE {bad}"), ""]
+        lines += digits_diagnosis_lines(unet, [N for N in args.nfe if N <= 10], args.digits_rows, args.seed, diagnosis)
     if not args.no_overhead:
         lines += ["### sampler overhead per step (tiny UNet2DModel 3x32x32, batch 8, one thread)", "| sampler | ms / step | fraction of one model call |", "|---|---|---|"]
         lines += [f"| {n} | {ms:.3f} | {frac:.4f} |" for n, ms, frac in overhead_table()]
@@ -172,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "f-dpmsolver-bench.md").write_text(text + "\n")
-    (out_dir / "f-dpmsolver-bench.json").write_text(json.dumps({"toy": results, "digits": digits}, indent=1) + "\n")
+    (out_dir / "f-dpmsolver-bench.json").write_text(json.dumps({"toy": results, "digits": digits, "digits_diagnosis": diagnosis or None}, indent=1) + "\n")
     import matplotlib
 
     matplotlib.use("Agg")

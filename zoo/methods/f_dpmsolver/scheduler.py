@@ -41,9 +41,12 @@ F-DPMSolver must call it at the look-ahead point ``xhat_{k+1}`` and at the *next
   to the model next, at the level of the next timestep), and the true ``x_N`` at the last step. On the first call
   ``step`` accepts either the unscaled latents (SD) or the scaled input (DiT); when SD-style pipelines scale the
   CFG-doubled ``[x, x]`` but step with the combined prediction, the state keeps its first copy;
-* **edits are honoured**: if the ``sample`` passed to ``step`` differs from the ``prev_sample`` returned before
-  (inpainting blends, ``callback_on_step_end``), the edited latents are taken as the state at that level and the model
-  output computed there re-seeds the history - the same as a run started there (that step is a DDIM step);
+* **edits are honoured**: if the ``sample`` passed to ``step`` differs in value from the ``prev_sample`` returned before
+  (inpainting blends, ``callback_on_step_end``, guidance loops editing the returned tensor in place), the edited latents
+  are taken as the state at that level and the model output computed there re-seeds the history - the same as a run
+  started there (that step is a DDIM step). Every tensor handed out (``prev_sample``, the first ``scale_model_input``)
+  is a fresh copy the caller owns, and every tensor taken in is copied, so no in-place edit on either side can reach
+  the state; edits are detected by comparing values (``torch.equal``), never identity;
 * **partial runs** (img2img / SDEdit): ``set_begin_index(i)`` (or, without it, the first timestep passed) starts the run
   at ``timesteps[i]``; the pipeline noised its input to that level with ``add_noise``, so the first model call is at the
   sample itself and seeds the history (no free first guess: ``x_T ~ eps`` only holds at the top of the schedule);
@@ -264,7 +267,7 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
         self._x: torch.Tensor | None = None  # true state x_j
         self._lookahead: torch.Tensor | None = None  # the point the model is evaluated at next
         self._seed_next = False  # the next model call is at the state itself: it seeds the eps history
-        self._returned: torch.Tensor | None = None  # the last prev_sample handed to the pipeline (edit detection)
+        self._returned: torch.Tensor | None = None  # private tensor holding the last prev_sample's values (edit detection)
         self._eps_hist: list[torch.Tensor] = []
         self._lam_hist: list[float] = []
         self.num_edits = 0  # edited latents honoured in this run (see ``step``)
@@ -396,7 +399,7 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
             raise ValueError(f"begin index {i} is outside 0..{len(self.timesteps) - 1}")
         self._step_index = i
         j = i + self._grid_offset
-        self._x = sample.to(self._compute_dtype(sample))
+        self._x = sample.to(self._compute_dtype(sample), copy=True)  # private: the caller may reuse ``sample`` in place
         if j == 1 and self._grid_offset == 1:  # full run: free first guess, first call at xhat_1
             self._eps_hist = [first_eps_guess(self._x, self.grid_alphas[0], self.grid_vp_sigmas[0], self.config.first_eps, self.config.data_mean)]
             self._lam_hist = [self.grid_lambdas[0]]
@@ -419,9 +422,14 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
         self._eps_hist = [e[:batch] for e in self._eps_hist]
 
     def _edited(self, sample: torch.Tensor) -> bool:
-        """Whether ``sample`` differs from the latents this scheduler returned last (a blend or a callback edit)."""
+        """Whether ``sample`` differs **in value** from the latents this scheduler returned last (a blend, a callback
+        edit, or an in-place edit such as ``latents.mul_(0.5).add_(0.3)`` of the returned tensor itself).
+
+        ``self._returned`` is the scheduler's own tensor with the values it handed out as a copy (the caller's tensor
+        may have been changed in place, so identity says nothing). Cost: one ``torch.equal`` per step, i.e. one read of both latent tensors
+        and, on an accelerator, one host synchronisation (measured in the card; negligible next to a model call)."""
         ref = self._returned
-        if ref is None or sample is ref:
+        if ref is None:
             return False
         if sample.shape[1:] != ref.shape[1:]:
             raise ValueError(f"sample has shape {tuple(sample.shape)}; the scheduler returned {tuple(ref.shape)}")
@@ -445,7 +453,7 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
             return sample
         if self._step_index is None:
             self._start(sample, timestep)
-            return self._lookahead.to(sample.dtype)
+            return self._lookahead.to(sample.dtype, copy=True)  # the caller's tensor: the look-ahead stays private
         return sample
 
     def step(
@@ -486,7 +494,7 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
                 )
             self._start(sample, timestep)
         elif self._edited(sample):
-            self._x = sample.to(self._compute_dtype(sample))
+            self._x = sample.to(self._compute_dtype(sample), copy=True)
             self._lookahead = self._x
             self._seed_next = True
             self.num_edits += 1
@@ -517,8 +525,8 @@ class FDPMSolverScheduler(SchedulerMixin, ConfigMixin):
         else:
             self._lookahead = self._predict(j)
             prev = self._lookahead
-        prev = prev.to(sample.dtype)
-        self._returned = prev
+        self._returned = prev  # a private tensor (never handed out): edits are detected against these values
+        prev = prev.to(sample.dtype, copy=True)  # the caller owns ``prev_sample`` and may edit it in place
         if not return_dict:
             return (prev,)
         return SchedulerOutput(prev_sample=prev)

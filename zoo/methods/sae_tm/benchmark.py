@@ -13,7 +13,9 @@ documents: document-level NPMI (whole-document co-occurrence) and gensim's c_npm
 sliding windows). SAE-TM is run in both stage-3 readings: "paper" (topic words from the
 sparsified atom rows, 10 k-means initialisations) and "repository" (unsparsified rows, one
 initialisation, as sae_to_topic.py). Every number is mean ± sample standard deviation over
---seeds seeds (SAE-TM: the stage-2 seed; baselines: random_state), with the range.
+--seeds seeds, with the range: SAE-TM over the grid of --seeds stage-2 seeds x --seeds k-means seeds
+(random_state of stage 3; both move the topics), baselines over random_state. Below the table: the
+grid's standard error, its spread split by source, and the paired paper - repository difference.
 
     zoo bench sae-tm [--topics 10] [--no-newsgroup]   # the table (the spec's numbers: --topics 10 --no-newsgroup)
     zoo bench sae-tm --quick                          # n = 10, 1 seed, 10 LDA iterations, no newsgroup check
@@ -29,6 +31,7 @@ from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick
 
 QUICK = {"topics": "10", "seeds": 1, "lda_iter": 10, "no_newsgroup": True}  # --quick: these unless given explicitly
+FIXED_KMEANS_SEED = 42  # the reference sae_to_topic.py's KMeans random_state (the protocol before the seed grid)
 
 
 def _processor():
@@ -65,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     proc = _processor()
     ns = [int(v) for v in args.topics.split(",")]
     rows = []
+    fixed: list[tuple[str, int, int, dict[str, float]]] = []
     t_fits = []
     for seed in range(args.seeds):
         t0 = time.perf_counter()
@@ -75,10 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         tfidf = TfidfTransformer().fit_transform(counts)
         for n in ns:
             for merge in ("paper", "repository"):
-                t0 = time.perf_counter()
-                ts = proc.retopic(n, merge)
-                t = time.perf_counter() - t0
-                rows.append((f"SAE-TM ({merge})", n, seed, evaluate(ts.topic_word, vocab, pres), t))
+                for kseed in range(args.seeds):  # the k-means seed is a second seed: the grid is seeds x seeds
+                    t0 = time.perf_counter()
+                    ts = proc.retopic(n, merge, kmeans_seed=kseed)
+                    t = time.perf_counter() - t0
+                    rows.append((f"SAE-TM ({merge})", n, seed, evaluate(ts.topic_word, vocab, pres), t, kseed))
+                ts = proc.retopic(n, merge, kmeans_seed=FIXED_KMEANS_SEED)  # the previous protocol, for comparison
+                fixed.append((merge, n, seed, evaluate(ts.topic_word, vocab, pres)))
             t0 = time.perf_counter()
             lda = LatentDirichletAllocation(n_components=n, learning_method="batch", max_iter=args.lda_iter, random_state=seed).fit(counts)
             rows.append(("LDA", n, seed, evaluate(lda.components_, vocab, pres), time.perf_counter() - t0))
@@ -104,13 +111,58 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{meth:>20} | {n:3d} | {stat([r[3]['npmi_doc'] for r in sel]):>30} | "
                   f"{stat([r[3]['c_npmi'] for r in sel]):>30} | {stat([r[3]['diversity'] for r in sel]):>30} | "
                   f"{np.mean([r[4] for r in sel]):6.2f}")
-    print("per seed, SAE-TM (paper) document NPMI at n=10: "
-          + ", ".join(f"{r[3]['npmi_doc']:.3f}" for r in rows if r[0] == "SAE-TM (paper)" and r[1] == 10))
+    print(f"SAE-TM rows: {args.seeds} stage-2 seeds x {args.seeds} k-means seeds ({args.seeds ** 2} cells per SAE-TM row); "
+          "baselines: random_state 0..seeds-1")
+    for n in ns:
+        for key in ("npmi_doc", "c_npmi", "diversity"):
+            print(seed_spread(rows, fixed, n, key))
     print(f"\nre-topic SAE-TM to every n in 5..20 (16 merges, no retraining): {t_re:.1f} s total, {t_re / 16:.2f} s each")
     print("baselines must refit per n: see 'fit s' above (LDA / NMF at n = 20)")
     if not args.no_newsgroup:
         newsgroup_purity(args)
     return 0
+
+
+def seed_spread(rows: list[tuple], fixed: list[tuple[str, int, int, dict[str, float]]], n: int, key: str = "npmi_doc") -> str:
+    """SAE-TM's score ``key`` (``npmi_doc``, ``c_npmi`` or ``diversity``) at ``n`` over the (stage-2 seed s, k-means seed j) grid, per merge reading:
+    the grid mean with its standard error, the spread split into its two sources, the paired paper - repository
+    difference, and the means under the previous protocol (k-means ``random_state`` fixed at 42).
+
+    Cells sharing a stage-2 seed share its fit, so they are not independent: with y_sj = mu + a_s + e_sj the
+    grid mean's variance is var(a)/S + var(e)/(S J), estimated without bias by var(row means)/S; the standard
+    error reported is sd(row means)/sqrt(S) (the rows are the stage-2 seeds), and likewise for the paired
+    difference."""
+    import numpy as np
+
+    def grid(meth: str) -> np.ndarray:
+        sel = [r for r in rows if r[0] == meth and r[1] == n]
+        ss, js = sorted({r[2] for r in sel}), sorted({r[5] for r in sel})
+        g = np.full((len(ss), len(js)), np.nan)
+        for r in sel:
+            g[ss.index(r[2]), js.index(r[5])] = r[3][key]
+        return g
+
+    def se(row_means: np.ndarray) -> float:
+        return float(row_means.std(ddof=1) / np.sqrt(len(row_means))) if len(row_means) > 1 else float("nan")
+
+    label = {"npmi_doc": "document NPMI", "c_npmi": "c_npmi", "diversity": "diversity"}[key]
+    lines = [f"{label} at n={n}, stage-2 seed x k-means seed:"]
+    g = {m: grid(f"SAE-TM ({m})") for m in ("paper", "repository")}
+    for m, v in g.items():
+        within = float(np.mean(v.std(1, ddof=1))) if v.shape[1] > 1 else float("nan")
+        between = float(v.mean(1).std(ddof=1)) if v.shape[0] > 1 else float("nan")
+        f42 = [r[3][key] for r in fixed if r[0] == m and r[1] == n]
+        lines.append(f"  {m:>10}: grid mean {v.mean():.3f} (se {se(v.mean(1)):.3f}), sd over all cells "
+                     f"{v.std(ddof=1) if v.size > 1 else 0.0:.3f}; sd of the stage-2-seed means {between:.3f}, "
+                     f"mean sd over k-means seeds within a stage-2 seed {within:.3f}; stage-2-seed means "
+                     + ", ".join(f"{x:.3f}" for x in v.mean(1))
+                     + f"; k-means random_state 42 (previous protocol): mean {np.mean(f42):.3f} ("
+                     + ", ".join(f"{x:.3f}" for x in f42) + ")")
+    d = g["paper"] - g["repository"]
+    lines.append(f"  paper - repository (paired, same cell): {d.mean():+.3f} (se {se(d.mean(1)):.3f}); paper higher in "
+                 f"{int((d > 0).sum())}/{d.size} cells, in {int((d.mean(1) > 0).sum())}/{d.shape[0]} stage-2 seeds "
+                 "(averaged over k-means seeds)")
+    return "\n".join(lines)
 
 
 def _purity(pred, labels) -> float:

@@ -94,6 +94,10 @@ class SAETopicModel(Procedure):
         merge: Literal["paper", "repository"] = Field(
             "paper", description="stage-3 reading: paper (sparsified rows, 10 k-means inits) or repository "
                                  "(unsparsified rows, one init as in sae_to_topic.py)")
+        kmeans_seed: int | None = Field(
+            None, ge=0, le=2**32 - 1,
+            description="random_state of the stage-3 k-means; None: the call's seed (the stage-2 seed), so a seed "
+                        "sweep varies both; 42 is the reference sae_to_topic.py's fixed value")
 
     class CliInputs(BaseCliInputs):  # None = not given: the spec's (or --param's) value stands
         topics: int | None = Field(None, ge=1, le=1000, description="number of topics (default: the spec's n_topics)")
@@ -135,17 +139,20 @@ class SAETopicModel(Procedure):
         wv = cached_embeddings(enc, vocab, max_length=16, batch_size=256, progress=progress).double().numpy()
         self._fit_key = key
         self._fit = {"interp": interp, "vocab": vocab, "word_vectors": wv, "counts": counts, "texts": texts_k,
-                     "theta": theta.double().numpy(), "kept": keep}
+                     "theta": theta.double().numpy(), "kept": keep, "seed": int(seed)}
         return self._fit
 
     # -- stage 3
-    def retopic(self, n_topics: int, merge: str | None = None) -> TopicSet:
-        """Stage 3 only; ``merge`` overrides the ``merge`` param (paper / repository)."""
+    def retopic(self, n_topics: int, merge: str | None = None, kmeans_seed: int | None = None) -> TopicSet:
+        """Stage 3 only; ``merge`` overrides the ``merge`` param (paper / repository), ``kmeans_seed`` the k-means
+        ``random_state`` (default: the ``kmeans_seed`` param, or, when that is None, the seed of the last fit)."""
         if not self._fit:
             raise RuntimeError("call the procedure (or fit) first")
         interp: Interpretation = self._fit["interp"]
+        if kmeans_seed is None:
+            kmeans_seed = self._fit["seed"] if self.params.kmeans_seed is None else self.params.kmeans_seed
         return merge_atoms(interp, self._fit["word_vectors"], n_topics, tau=self.params.tau,
-                           flavour=merge or self.params.merge)  # type: ignore[arg-type]
+                           random_state=int(kmeans_seed), flavour=merge or self.params.merge)  # type: ignore[arg-type]
 
     def document_topics(self, ts: TopicSet) -> np.ndarray:
         """Document-topic matrix theta . M (M: atom -> topic indicator) for the fitted documents

@@ -14,7 +14,8 @@ Outputs B = softmax(beta), p0 = softmax(b), and theta_bar = mean over documents 
 Stage 3, merging (``sae_to_topic.py``): keep atoms with theta_bar > 0; sparsify each B row to the
 smallest descending prefix whose cumulative mass exceeds tau = 0.9 and renormalise; atom
 embedding = sparsified row x word-vector matrix; weighted k-means (scikit-learn KMeans,
-random_state 42, sample_weight = theta_bar) into n topics; topic word law = theta_bar-weighted
+sample_weight = theta_bar; the reference fixes random_state 42, which stays this function's default,
+while :class:`~zoo.methods.sae_tm.SAETopicModel` passes its seed) into n topics; topic word law = theta_bar-weighted
 mean of its member rows; cluster mass = sum of member theta_bar (normalised). Changing n re-runs
 only this stage. Two readings (``flavour``): ``"paper"`` averages the *sparsified* member rows
 and runs k-means with 10 initialisations; ``"repository"`` (``sae_to_topic.py`` at commit
