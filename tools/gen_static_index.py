@@ -5,8 +5,9 @@
   others, e.g. a plugin's top package): every callable the package registers with
   :mod:`registry.contract` (procedures, factories, metric checks, converters, transforms,
   benchmarks), keyed by each ``"module:attr"`` spelling that reaches it (the defining module and
-  the packages re-exporting it), with the JSON Schema of a procedure's ``Params`` and of a
-  factory's ``config`` model.
+  the packages re-exporting it), with the JSON Schema of a procedure's ``Params`` (and of its
+  ``CliInputs``: ``zoo run``'s options, checked and listed by ``--help`` without importing the method)
+  and of a factory's ``config`` model.
 * ``registry/library_names.json``: the public CamelCase names of transformers and diffusers at
   the installed versions (``model_class:`` is checked against them), and timm's registered
   architecture names (``timm.list_models()``; a timm role's ``model_name:`` is checked against them).
@@ -58,7 +59,7 @@ def _modules(package: str) -> list[Any]:
 
 
 def package_index(package: str) -> dict[str, Any]:
-    """The index of one package: ``{"targets": {"mod:attr": {"kinds": [...], "params": schema?}}}``."""
+    """The index of one package: ``{"targets": {"mod:attr": {"kinds": [...], "params": schema?, "cli_inputs": schema?}}}``."""
     from registry import contract
 
     mods = _modules(package)
@@ -75,6 +76,8 @@ def package_index(package: str) -> dict[str, Any]:
             entry: dict[str, Any] = {"kinds": sorted(kinds)}
             if "procedure" in kinds and getattr(obj, "Params", None) is not None:
                 entry["params"] = _schema(obj.Params)
+            if "procedure" in kinds and getattr(obj, "CliInputs", None) is not None:
+                entry["cli_inputs"] = _schema(obj.CliInputs)  # zoo run's --key value options, checked before any import
             if "factory" in kinds:
                 entry["params"] = _schema(contract.factory_params(obj))
             targets[f"{m.__name__}:{attr}"] = entry
