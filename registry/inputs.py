@@ -235,6 +235,28 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_TAG = re.compile(r"[a-z][a-z-]*\[.*\]|int|float|str|bool|none|list|tuple|dict|set")
+
+
+def _is_union_tag(part: Any) -> bool:
+    """Whether an error location part names a union member (``int``, ``function-after[...]``), not a key."""
+    return isinstance(part, str) and _TAG.fullmatch(part) is not None
+
+
+def _first_error(errors: list[Any], values: Mapping[str, Any]) -> Any:
+    """The error to report: a per-call limit first; for a list / tuple / mapping value, an error from inside
+    the container member of a union rather than its scalar member's "should be an integer"; else the first."""
+    for err in errors:
+        if err["type"] == "zoo_limit":
+            return err
+    for err in errors:
+        value = values.get(str(err["loc"][0])) if err["loc"] else None
+        tags = [p for p in err["loc"][1:] if _is_union_tag(p)]
+        if isinstance(value, (list, tuple, Mapping)) and tags and tags[0] not in ("int", "float", "str", "bool", "none"):
+            return err
+    return errors[0]
+
+
 def check_call(owner: str, fn: Callable[..., Any], self: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """Validate a call's inputs against ``fn``'s annotations: strict scalar types first, then the
     pydantic model (bounds, limits, types). A problem is one :class:`ParamError` naming the input;
@@ -254,13 +276,18 @@ def check_call(owner: str, fn: Callable[..., Any], self: Any, args: tuple[Any, .
     if "seed" in values:
         from .build import check_seed
 
-        check_seed(values["seed"], "input seed")
+        seed = values["seed"]
+        if isinstance(seed, (list, tuple)):  # one seed per row (per_row_seeds); the annotation bounds the count
+            for i, s in enumerate(seed):
+                check_seed(s, f"input seed[{i}] of {owner}")
+        else:
+            check_seed(seed, f"input seed of {owner}")
     try:
         model.model_validate(values)
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
+        err = _first_error(exc.errors(include_url=False), values)
         name = str(err["loc"][0]) if err["loc"] else "?"
-        path = ".".join(str(p) for p in err["loc"][1:])
+        path = ".".join(str(p) for p in err["loc"][1:] if not _is_union_tag(p))
         shown = values.get(name, err.get("input"))
         msg = err["msg"].removeprefix("Value error, ")
         got = "" if err["type"] == "zoo_limit" else f" (got {_short(shown)})"
@@ -350,7 +377,17 @@ def unbounded_inputs(cls: type) -> list[str]:
     sig = inspect.signature(fn)
     hints = _hints(fn)
     for name, p in sig.parameters.items():
-        if name in ("self", "seed"):
+        if name == "self":
+            continue
+        if name == "seed":  # an int seed's range is the engine's; a list of seeds (one per row) needs a bound
+            ann = hints.get(name, int)
+            t, meta = _strip(ann)
+            members = typing.get_args(t) if typing.get_origin(t) in (typing.Union, types.UnionType) and not meta else (ann,)
+            for m in members:
+                mt, mmeta = _strip(m)
+                if mt is not int and _size_like(mt) and not _has_upper(mmeta):
+                    problems.append(f"__call__ input seed: {_name(mt)} has no upper bound (one seed per row: use "
+                                    "registry.limits.Seeds, at most `rows` seeds)")
             continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             problems.append(f"__call__ *{'*' if p.kind is p.VAR_KEYWORD else ''}{name}: inputs that cannot be "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -249,6 +249,9 @@ Batch = Annotated[Any, Bound("rows")]
 #: a batch of sequences (a string or a list of strings, token-id lists, an ``(B, L)`` tensor): at most
 #: ``rows`` rows, none longer than ``length``
 Sequences = Annotated[Any, Bound("rows"), Bound("length", "longest")]
+#: a procedure's ``seed``: one int, or (a ``per_row_seeds`` procedure, ``zoo sample``) one int per row, at most
+#: ``rows`` of them; each seed's range ``[0, 2**63 - 1]`` is the engine's (:func:`registry.build.check_seed`)
+Seeds = int | Annotated[Sequence[int], Bound("rows")]
 
 
 def describe() -> list[tuple[str, int, str, str]]:

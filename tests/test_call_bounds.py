@@ -71,6 +71,19 @@ def test_a_tensor_input_is_bounded_by_its_rows(fdpm: Any) -> None:
     _refused(lambda: fdpm(seed=0, noise=noise), "noise")
 
 
+def test_a_list_of_seeds_is_bounded_by_its_rows(fdpm: Any) -> None:
+    """A ``per_row_seeds`` sampler takes one seed per row (``zoo sample``): the list is a row count like
+    ``batch_size`` (``registry.limits.Seeds``), and each entry is a seed in ``[0, 2**63 - 1]``."""
+    seeds = list(range(ROWS + 1))
+    _refused(lambda: fdpm(seed=seeds, batch_size=ROWS + 1), "seed")
+    _refused(lambda: fdpm.samplers["f-ddim"](seed=seeds, batch_size=2), "seed")
+    with NoTensorOps(), pytest.raises(ParamError, match=r"^input seed\[1\] of FDPMSolverSampler: expected an integer in \[0, 2\*\*63 - 1\], got -2$"):
+        fdpm.samplers["f-ddim"](seed=[1, -2], batch_size=2)
+    with NoTensorOps(), pytest.raises(ParamError, match=r"^input seed of FDPMSolverSampler: item 1: expected an integer, got a boolean"):
+        fdpm.samplers["f-ddim"](seed=[1, True], batch_size=2)
+    assert fdpm(seed=[3, 4], batch_size=2).samples.shape == (2, 2)  # control: a short list runs
+
+
 def test_limits_are_raised_deliberately_by_env_or_context(fdpm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Within ``raised(rows=...)`` or with ``ZOO_MAX_ROWS`` the same size passes validation (the meta tensor
     then fails inside the method, which shows validation let it through); a bad variable is one line."""
@@ -120,7 +133,7 @@ def _planted(code: str) -> type:
         from typing import Annotated, Any
         import torch
         from pydantic import Field
-        from registry.contract import CliInputs, Procedure, ProcedureParams, Rows, Bound
+        from registry.contract import CliInputs, Procedure, ProcedureParams, Rows, Bound, Seeds
     """) + textwrap.dedent(code), "<planted>", "exec", dont_inherit=True), ns)  # no PEP 563 from this file
     return ns["P"]
 
@@ -134,6 +147,7 @@ def _planted(code: str) -> type:
      "__call__ input rows[item]"),
     ("class P(Procedure):\n    def __call__(self, *, seed: int = 0, prompt: Any = None): ...", "__call__ input prompt"),
     ("class P(Procedure):\n    def __call__(self, *, seed: int = 0, **inputs: Any): ...", "__call__ **inputs"),
+    ("class P(Procedure):\n    def __call__(self, *, seed: int | list[int] = 0): ...", "__call__ input seed"),
     ("class P(Procedure):\n    class Params(ProcedureParams):\n        steps: int = 10\n    def __call__(self, *, seed: int = 0): ...",
      "Params.steps"),
     ("class P(Procedure):\n    class CliInputs(CliInputs):\n        n: int = 4\n    def __call__(self, *, seed: int = 0): ...",
@@ -156,7 +170,7 @@ def test_bounded_declarations_pass_the_rule() -> None:
             class CliInputs(CliInputs):
                 n: Rows = 4
                 out: str | None = None
-            def __call__(self, *, seed: int = 0, batch_size: Rows = 4, noise: Annotated[torch.Tensor, Bound("rows")] | None = None,
+            def __call__(self, *, seed: Seeds = 0, batch_size: Rows = 4, noise: Annotated[torch.Tensor, Bound("rows")] | None = None,
                          rows: Annotated[list[list[Annotated[int, Field(le=9)]]], Bound("rows"), Bound("length", "longest")] | None = None,
                          progress: bool = False, name: str = "x"): ...
     """)
