@@ -294,6 +294,13 @@ def check_call(owner: str, fn: Callable[..., Any], self: Any, args: tuple[Any, .
         raise ParamError(f"{(path + ': ') if path else ''}{msg}{got}", Location(field=f"input {name} of {owner}")) from None
 
 
+def validate_call(proc: Any, **kwargs: Any) -> None:
+    """Validate the inputs of ``proc(**kwargs)`` exactly as the call would (:func:`check_call`), without running it:
+    for a caller that must refuse a call before doing anything else (``zoo sample`` before it writes a manifest)."""
+    call = type(proc).__call__
+    check_call(type(proc).__name__, getattr(call, "__wrapped__", call), proc, (), kwargs)
+
+
 # ----------------------------------------------------------------------------- bounded sizes
 def _has_upper(meta: list[Any]) -> bool:
     import annotated_types as at
@@ -403,4 +410,4 @@ def unbounded_inputs(cls: type) -> list[str]:
     return problems
 
 
-__all__ = ["strict_problem", "check_call", "call_inputs_model", "unbounded", "unbounded_inputs", "bound_of"]
+__all__ = ["strict_problem", "check_call", "validate_call", "call_inputs_model", "unbounded", "unbounded_inputs", "bound_of"]

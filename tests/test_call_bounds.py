@@ -84,6 +84,19 @@ def test_a_list_of_seeds_is_bounded_by_its_rows(fdpm: Any) -> None:
     assert fdpm(seed=[3, 4], batch_size=2).samples.shape == (2, 2)  # control: a short list runs
 
 
+def test_zoo_sample_refuses_a_batch_above_the_limit_before_writing_anything(tmp_path: Path) -> None:
+    """``zoo sample``'s calls are per-call calls like any other: a ``batch_size`` above the rows limit is one line
+    naming it before the folder or its manifest is written (the run could otherwise stop after the manifest)."""
+    out = tmp_path / "rows"
+    with limits.raised(rows=8):
+        with pytest.raises(ParamError, match=r"^batch_size: 10 rows per call: input seed of FDPMSolverSampler: count 10 is "
+                                             r"above the per-call limit of 8 rows \(raise it deliberately with ZOO_MAX_ROWS=N"):
+            zoo.sample("f-dpmsolver", 20, out, variant="toy", batch_size=10, progress=False)
+        assert not out.exists()
+        zoo.sample("f-dpmsolver", 20, out, variant="toy", batch_size=8, progress=False)  # control: at the limit it runs
+    assert zoo.read_samples(out).samples.shape == (20, 2)
+
+
 def test_limits_are_raised_deliberately_by_env_or_context(fdpm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Within ``raised(rows=...)`` or with ``ZOO_MAX_ROWS`` the same size passes validation (the meta tensor
     then fails inside the method, which shows validation let it through); a bad variable is one line."""
