@@ -193,25 +193,13 @@ def test_bounded_declarations_pass_the_rule() -> None:
 def test_the_conformance_check_fails_a_spec_whose_procedure_forgets_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end through ``zoo check``'s checks: a plugin whose sampler takes an unbounded ``n`` fails
     ``bounded-inputs`` with the input named; the same plugin with ``n: Rows`` passes."""
-    from registry.catalog import Entry
-    from registry.conformance import checks_for, run_check
-    from registry.loader import load_spec_file
+    from engine_ext_helpers import planted_check
 
     results = {}
     for pkg, ann in (("zoo_unbounded_plugin", "int"), ("zoo_bounded_plugin", "Rows")):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text(
-            "from registry.contract import Procedure, Rows\n\n\nclass Draw(Procedure):\n"
-            f"    def __call__(self, *, seed: int = 0, n: {ann} = 2):\n        return [seed] * n\n")
-        spec = tmp_path / f"{pkg}.yaml"
-        spec.write_text(f"name: {pkg.replace('_', '-')}\ntitle: t\ntask: demo\nimplementation: {pkg}\n"
-                        f'samplers: {{draw: {{target: "{pkg}:Draw"}}}}\ndefault: draw\nvariants: [toy]\n'
-                        "hardware: {toy: {accelerator: cpu}}\n")
-        monkeypatch.syspath_prepend(str(tmp_path))
-        monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", "zoo_demo_plugin,zoo_unbounded_plugin,zoo_bounded_plugin")
-        e = Entry(spec.resolve(), "test", spec=load_spec_file(spec.resolve()))
-        check = next(c for c in checks_for(e) if c.id.endswith("::bounded-inputs"))
-        results[pkg] = run_check(check)[:2]
+        code = ("from registry.contract import Procedure, Rows\n\n\nclass Draw(Procedure):\n"
+                f"    def __call__(self, *, seed: int = 0, n: {ann} = 2):\n        return [seed] * n\n")
+        results[pkg] = planted_check(tmp_path, monkeypatch, pkg, code, "Draw", "bounded-inputs")
     status, msg = results["zoo_unbounded_plugin"]
     assert status == "FAIL" and "__call__ input n: int has no upper bound" in msg, msg
     assert results["zoo_bounded_plugin"][0] == "PASS", results["zoo_bounded_plugin"]

@@ -77,29 +77,17 @@ def test_cli_inputs_still_parse_the_command_lines_strings() -> None:
 def test_a_params_model_that_opts_out_of_strictness_fails_conformance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Negative control of the param-validation check: a Params model whose validator undoes the strict
     scalars (coerces True to 1) is caught; the strict one passes."""
-    from registry.catalog import Entry
-    from registry.conformance import checks_for, run_check
-    from registry.loader import load_spec_file
+    from engine_ext_helpers import planted_check
 
     status = {}
     for pkg, extra in (("zoo_lax_plugin", "    @field_validator('*', mode='before')\n    @classmethod\n"
                                          "    def _zoo_strict_scalars(cls, v, info):\n        return v\n"),
                        ("zoo_strict_plugin", "")):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text(
-            "from pydantic import Field, field_validator\nfrom registry.contract import Procedure, ProcedureParams\n\n\n"
-            "class Params(ProcedureParams):\n    steps: int = Field(3, ge=1, le=100)\n" + extra +
-            "\n\nclass Count(Procedure):\n    Params = Params\n\n    def __call__(self, *, seed: int = 0):\n"
-            "        return self.params.steps\n")
-        spec = tmp_path / f"{pkg}.yaml"
-        spec.write_text(f"name: {pkg.replace('_', '-')}\ntitle: t\ntask: demo\nimplementation: {pkg}\n"
-                        f'samplers: {{count: {{target: "{pkg}:Count"}}}}\ndefault: count\nvariants: [toy]\n'
-                        "hardware: {toy: {accelerator: cpu}}\n")
-        monkeypatch.syspath_prepend(str(tmp_path))
-        monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", "zoo_demo_plugin,zoo_lax_plugin,zoo_strict_plugin")
-        e = Entry(spec.resolve(), "test", spec=load_spec_file(spec.resolve()))
-        check = next(c for c in checks_for(e) if c.id.endswith("::param-validation"))
-        status[pkg] = run_check(check)[:2]
+        code = ("from pydantic import Field, field_validator\nfrom registry.contract import Procedure, ProcedureParams\n\n\n"
+                "class Params(ProcedureParams):\n    steps: int = Field(3, ge=1, le=100)\n" + extra +
+                "\n\nclass Count(Procedure):\n    Params = Params\n\n    def __call__(self, *, seed: int = 0):\n"
+                "        return self.params.steps\n")
+        status[pkg] = planted_check(tmp_path, monkeypatch, pkg, code, "Count", "param-validation")
     assert status["zoo_lax_plugin"][0] == "FAIL" and "parameter steps accepted True" in status["zoo_lax_plugin"][1], status
     assert status["zoo_strict_plugin"][0] == "PASS", status
 
