@@ -15,8 +15,9 @@ environment variable (``ZOO_MAX_ROWS=1000000 zoo run ...``) or, in Python, for a
     with registry.limits.raised(rows=10**6):
         pipe(seed=0, batch_size=500_000)
 
-This module imports neither torch nor numpy. The spec-side size caps (parameters a spec sets,
-issue 34) are a separate concern: they are fixed ``Field(le=...)`` bounds of the params models.
+This module imports neither torch nor numpy. It bounds what one *call* asks for; the spec-side size
+caps of issue 34 (what a spec sets: configs, tiny checkpoints, adapter configs) are fixed named caps,
+a separate concern that may share this module (no name here is one of theirs).
 """
 from __future__ import annotations
 
