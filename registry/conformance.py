@@ -4,8 +4,9 @@ For each spec: it validates; its ``requires`` hold; shipped weights exist and ma
 sha256; every variant that fits this machine builds; every hub-loaded role's loading path
 works on a tiny checkpoint saved locally with ``save_pretrained`` (same builder, no network);
 each sampler/recipe honours the contract (seeded determinism, batch independence where
-declared, parameter validation); each listed invariant is registered and passes under
-Hypothesis; each cheap ``reproduced`` metric with a ``check`` is re-measured within tolerance.
+declared, parameter validation strict about booleans vs numbers, every size it accepts bounded);
+each listed invariant is registered and passes under Hypothesis; each cheap ``reproduced``
+metric with a ``check`` is re-measured within tolerance.
 
 Used by ``zoo check``, by ``tests/test_conformance.py`` and by the pytest plugin
 (``pytest --zoo my-spec.yaml``), so third parties run exactly the same suite.
@@ -408,6 +409,20 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
 
                 checks.append(Check(name, f"{name}::loading-path[{role}.{v}]", hub_file_path))
 
+    # every size a procedure accepts is bounded (call inputs, Params, CliInputs): needs an import, no build
+    for pname in [*spec.samplers, *spec.recipes]:
+        section = "samplers" if pname in spec.samplers else "recipes"
+
+        def bounded(pname: str = pname) -> None:
+            from .inputs import unbounded_inputs
+            from .resolve import resolve
+
+            target = spec.procedure(pname)[1].target
+            problems = unbounded_inputs(resolve(target, kind="procedure"))
+            assert not problems, f"{pname} ({target}) accepts unbounded sizes: " + "; ".join(problems)
+
+        checks.append(Check(name, f"{name}::{section}[{pname}]::bounded-inputs", bounded))
+
     # sampler / recipe contract, on the first runnable CPU variant that has the procedure's roles
     # (each check binds its own `procedure` as a default argument: a closure would see the last loop iteration's)
     if cpu:
@@ -442,13 +457,28 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     raise AssertionError(f"{pname}: unknown parameter was accepted")
                 cls = type(pipe.samplers[pname])
                 typed = [f for f, info in cls.Params.model_fields.items() if info.annotation not in (Any, object)]
-                if typed:
+                # strict types: a boolean for a number, a number for a boolean, a numeric string (YAML `steps: true`,
+                # `steps: "10"`) are refused, never coerced (registry.inputs.strict_problem)
+                from .inputs import scalar_kinds
+
+                wrong: list[tuple[str, Any]] = [(typed[0], object())] if typed else []
+                for f, info in cls.Params.model_fields.items():
+                    kinds = scalar_kinds(info.annotation) or set()
+                    if kinds & {"int", "float"} and "bool" not in kinds:
+                        wrong += [(f, True), (f, "1")]
+                        break
+                for f, info in cls.Params.model_fields.items():
+                    kinds = scalar_kinds(info.annotation) or set()
+                    if "bool" in kinds and not kinds & {"int", "float", "str"}:
+                        wrong.append((f, 1))
+                        break
+                for key, value in wrong:
                     try:
-                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, {typed[0]: object()}, file, v0)
+                        make_procedure(spec, pname, pipe.models, target.device, target.dtype, {key: value}, file, v0)
                     except ParamError as exc:
-                        assert typed[0] in str(exc), f"error does not name the parameter: {exc}"
+                        assert key in str(exc), f"error does not name the parameter: {exc}"
                     else:
-                        raise AssertionError(f"{pname}: parameter {typed[0]} accepted an arbitrary object")
+                        raise AssertionError(f"{pname}: parameter {key} accepted {value!r} ({type(value).__name__})")
 
             checks.append(Check(name, f"{name}::{section}[{pname}]::seeded-determinism", determinism))
             checks.append(Check(name, f"{name}::{section}[{pname}]::param-validation", params))

@@ -56,11 +56,26 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 if TYPE_CHECKING:
     from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, ValidationInfo, create_model, field_validator
+
+from .limits import Batch, Bound, Frames, Length, Rows, Seeds, Sequences, Steps, Width  # noqa: F401 - method-facing: per-call sizes
 
 
-class ProcedureParams(BaseModel):
-    """Base for a procedure's parameters: unknown keys are errors, values are validated."""
+class StrictScalars(BaseModel):
+    """Base of the models a spec or a caller fills: no boolean for a number, no number for a boolean, no
+    numeric string (``steps: true`` is refused, not read as 1: :func:`registry.inputs.strict_problem`)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _zoo_strict_scalars(cls, value: Any, info: ValidationInfo) -> Any:
+        from .inputs import strict_field_check
+
+        return strict_field_check(cls, info.field_name, value) if info.field_name else value
+
+
+class ProcedureParams(StrictScalars):
+    """Base for a procedure's parameters: unknown keys are errors, values are validated, strictly
+    about booleans vs numbers (only ``CliInputs`` parse the command line's strings)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
@@ -130,6 +145,10 @@ class Procedure:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        for attr, base in (("Params", ProcedureParams), ("CliInputs", CliInputs)):
+            model = cls.__dict__.get(attr)
+            if model is not None and not (isinstance(model, type) and issubclass(model, base)):
+                raise TypeError(f"{cls.__qualname__}.{attr} must subclass registry.contract.{base.__name__}")
         _REGISTRY.setdefault("procedure", set()).add(cls)  # subclassing is the opt-in
         call = cls.__dict__.get("__call__")
         if call is not None and not getattr(call, "_zoo_overrides", False):
@@ -229,7 +248,10 @@ def seed_list(seed: Any, n: int, who: str = "seed") -> list[int] | None:
 def _accepting_overrides(call: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a procedure's ``__call__`` so keyword arguments naming ``Params`` fields (and not the
     call's own inputs) are per-call overrides: ``pipe(seed=0, num_inference_steps=20)`` or
-    ``pipe.samplers["x"](..., **params)`` runs :meth:`Procedure.with_params` of them."""
+    ``pipe.samplers["x"](..., **params)`` runs :meth:`Procedure.with_params` of them. The call's own
+    inputs are validated first against ``__call__``'s annotations (:func:`registry.inputs.check_call`:
+    strict types, bounds, the per-call size limits of :mod:`registry.limits`), so a size above its
+    limit is one ``ParamError`` before anything is allocated."""
     import functools
 
     sig = inspect.signature(call).parameters
@@ -247,6 +269,9 @@ def _accepting_overrides(call: Callable[..., Any]) -> Callable[..., Any]:
                              f"{', '.join(fields) or 'none'}; inputs: {', '.join(sorted(own)) or 'none'}",
                              Location(None, None, None, f"parameter {unknown[0]}"))
         overrides = {k: kwargs.pop(k) for k in [k for k in kwargs if k in fields and k not in own]}
+        from .inputs import check_call
+
+        check_call(type(self).__name__, call, self, args, kwargs)
         target = self.with_params(**overrides) if overrides else self
         return call(target, *args, **kwargs)
 
@@ -289,13 +314,12 @@ def private_copies(models: Mapping[str, Any], roles: "list[str] | None" = None) 
     return out
 
 
-def summarize(value: Any, limit: int = 400) -> str:
-    """A short, one-paragraph description of a result for printing."""
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return f"{type(value).__name__} shape={tuple(shape)}"
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def summarize(value: Any, limit: int = 100) -> str:
+    """A short description of a result for printing: a typed output as one line per field (name, shape /
+    dtype, a short summary), never a truncated tensor repr (:func:`registry.outputs.summarize`)."""
+    from .outputs import summarize as impl
+
+    return impl(value, limit)
 
 
 def cache_dir(*parts: str) -> "Path":
@@ -384,8 +408,9 @@ _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class FactoryParams(BaseModel):
-    """Base of a factory's ``config`` model: unknown keys are errors, values are validated."""
+class FactoryParams(StrictScalars):
+    """Base of a factory's ``config`` model: unknown keys are errors, values are validated (strictly
+    about booleans vs numbers and numeric strings, as :class:`ProcedureParams`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, arbitrary_types_allowed=True)
 
@@ -448,8 +473,8 @@ def factory(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
     signature; the factory then receives the validated values as keyword arguments."""
 
     def deco(f: F) -> F:
-        if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
-            raise TypeError("@factory(params=...) needs a pydantic model class")
+        if params is not None and not (isinstance(params, type) and issubclass(params, FactoryParams)):
+            raise TypeError("@factory(params=...) needs a registry.contract.FactoryParams subclass")
         model = params if params is not None else _params_from_signature(f)
         if model.model_config.get("extra") != "forbid":
             raise TypeError(f"@factory {f.__qualname__}: params model must forbid extra keys (subclass FactoryParams)")

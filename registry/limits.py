@@ -1,4 +1,6 @@
-"""Named size caps: the one mechanism that bounds every size a spec (or a caller) can set.
+"""Size limits, two families in one module (no name is shared between them; nothing here imports torch).
+
+**Spec-side caps.** Named size caps: the one mechanism that bounds every size a spec (or a caller) can set.
 
 A spec may pass numbers to code in many places: a factory's ``config``, a procedure's ``params``,
 a metric's ``check_params``, a transform's ``transform_config``, timm ``kwargs``, a tiny checkpoint's
@@ -17,13 +19,38 @@ Use from any code that takes sizes from untrusted input::
 
 :class:`SizeError` is a ``ValueError`` (pydantic validators turn it into a located field error; the
 engine re-raises it as a :class:`~registry.errors.ParamError`). Nothing here imports torch.
+
+**Per-call limits.** Per-call size limits: how large a batch, a sample count, a frame count, a length or a width one
+call of a procedure may ask for, the same for Python calls and ``zoo run`` options.
+
+A procedure's ``__call__`` (and its ``CliInputs``) marks every size it accepts with a limit
+*kind* through the ready-made types below, e.g. ``batch_size: Rows = 4`` or
+``num_frames: Frames | None = None``; a sequence or tensor input carries a :class:`Bound` that
+measures it (``prompts: Annotated[list[str], Bound("rows")]`` counts the prompts). A value above
+the kind's limit is one :class:`~registry.errors.ParamError` naming the input, the limit and how
+to raise it, before the call allocates anything.
+
+The limits are safety nets against a typo (``batch_size=10**9``), not cost models: the defaults
+(:data:`LIMITS`) are far above what the methods' toys need. Raise one deliberately with its
+environment variable (``ZOO_MAX_ROWS=1000000 zoo run ...``) or, in Python, for a block::
+
+    with registry.limits.raised(rows=10**6):
+        pipe(seed=0, batch_size=500_000)
+
+It bounds what one *call* asks for; the spec-side caps above bound what a *spec* sets.
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
 
 
 class SizeError(ValueError):
@@ -157,3 +184,233 @@ def enforce_default_caps(model: Any, values: Mapping[str, Any], where: str) -> N
         if info is not None and declared_bound(info):
             continue
         check_tree(value, _join(where, key))
+
+
+# --- per-call limits (what one call of a procedure may ask for) ---
+
+@dataclass(frozen=True)
+class Limit:
+    """One kind of size: its default upper bound, the environment variable that replaces it, and
+    what it counts (for messages and ``--help``)."""
+
+    kind: str
+    default: int
+    env: str
+    unit: str
+    what: str
+
+
+#: every limit kind; ``ZOO_MAX_<KIND>`` replaces the default for the process.
+LIMITS: dict[str, Limit] = {
+    lim.kind: lim
+    for lim in (
+        Limit("rows", 200_000, "ZOO_MAX_ROWS", "rows", "batch sizes, sample counts, prompts, states, labels per call"),
+        Limit("steps", 1_000_000, "ZOO_MAX_STEPS", "steps", "training / optimisation steps and epochs per call"),
+        Limit("frames", 10_000, "ZOO_MAX_FRAMES", "frames", "video frames per call"),
+        Limit("length", 100_000, "ZOO_MAX_LENGTH", "tokens or characters", "the longest sequence or prompt per call"),
+        Limit("width", 100_000, "ZOO_MAX_WIDTH", "units", "features, topics, words per topic per call"),
+    )
+}
+
+_RAISED: ContextVar[Mapping[str, int]] = ContextVar("zoo_raised_limits", default={})
+
+
+def _env_limit(lim: Limit) -> int | None:
+    text = os.environ.get(lim.env, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        from .errors import Location, ParamError
+
+        raise ParamError(f"expected a positive integer, got {text!r}", Location(field=lim.env))
+    return value
+
+
+def limit(kind: str) -> int:
+    """The current upper bound of ``kind``: a :func:`raised` block's value, else ``ZOO_MAX_<KIND>``,
+    else the default. An unknown kind is a ``KeyError`` (a programming error, not a user's)."""
+    lim = LIMITS[kind]
+    raised_now = _RAISED.get()
+    if kind in raised_now:
+        return raised_now[kind]
+    env = _env_limit(lim)
+    return lim.default if env is None else env
+
+
+def how_to_raise(kind: str) -> str:
+    """The sentence every limit error ends with."""
+    return f"raise it deliberately with {LIMITS[kind].env}=N or registry.limits.raised({kind}=N)"
+
+
+@contextlib.contextmanager
+def raised(**limits: int) -> Iterator[None]:
+    """Within the block (this thread / task only), use these limits instead: ``raised(rows=10**6)``."""
+    for kind, value in limits.items():
+        if kind not in LIMITS:
+            raise TypeError(f"unknown limit kind {kind!r}; kinds: {', '.join(LIMITS)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TypeError(f"limit {kind} must be a positive int, got {value!r}")
+    token = _RAISED.set({**_RAISED.get(), **limits})
+    try:
+        yield
+    finally:
+        _RAISED.reset(token)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
+
+
+def _dims(value: Any) -> tuple[int, ...] | None:
+    """The shape of a tensor / array (anything with an integer ``shape``), else None."""
+    shape = getattr(value, "shape", None)
+    if shape is None or isinstance(value, (type, str, bytes)):
+        return None
+    try:
+        return tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        return None
+
+
+def _count(value: Any) -> int | None:
+    """How many rows ``value`` is: an int is itself; a string is one row; a tensor / array its first
+    dimension (a 0-d one is one row); any other sized object its length."""
+    if _is_bool(value):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (str, bytes)):
+        return 1
+    if (dims := _dims(value)) is not None:
+        return dims[0] if dims else 1
+    if getattr(value, "shape", None) is not None:
+        return None
+    try:
+        return len(value)
+    except TypeError:
+        return None
+
+
+def _longest(value: Any, depth: int = 0) -> int | None:
+    """The longest sequence in ``value``: an int is itself; a string its length; a tensor / array its
+    last dimension; a list of those the largest."""
+    if _is_bool(value) or depth > 4:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if (dims := _dims(value)) is not None:
+        return dims[-1] if dims else 1
+    if getattr(value, "shape", None) is not None or isinstance(value, Mapping):
+        return None
+    try:
+        items = list(value)
+    except TypeError:
+        return None
+    if items and all(isinstance(x, int) and not _is_bool(x) for x in items):
+        return len(items)  # a list of token ids is one sequence
+    sizes = [s for s in (_longest(x, depth + 1) for x in items) if s is not None]
+    return max(sizes, default=0)
+
+
+_MEASURES = {"count": _count, "longest": _longest}
+
+
+class Bound:
+    """``Annotated`` metadata: the value (an int, or what ``measure`` counts in a sequence, string or
+    tensor) may not exceed the current limit of ``kind``.
+
+    ``measure="count"`` (default): an int's value, a sequence's length, a tensor's first dimension,
+    a string as one row. ``measure="longest"``: the longest string / token sequence, a tensor's last
+    dimension. ``axis=k``: a tensor's dimension ``k`` (other values are not measured).
+    The JSON Schema gains ``"x-zoo-limit": kind`` (and ``maximum`` for an int), so ``zoo run``
+    checks options and ``--help`` prints the bound without importing the method."""
+
+    def __init__(self, kind: str, measure: str = "count", axis: int | None = None):
+        if kind not in LIMITS:
+            raise TypeError(f"unknown limit kind {kind!r}; kinds: {', '.join(LIMITS)}")
+        if measure not in _MEASURES:
+            raise TypeError(f"unknown measure {measure!r}; measures: {', '.join(_MEASURES)}")
+        self.kind, self.measure, self.axis = kind, measure, axis
+
+    def __repr__(self) -> str:
+        extra = f", axis={self.axis}" if self.axis is not None else (f", {self.measure!r}" if self.measure != "count" else "")
+        return f"Bound({self.kind!r}{extra})"
+
+    def size(self, value: Any) -> int | None:
+        """What this bound measures in ``value`` (None: nothing to measure)."""
+        if self.axis is not None:
+            dims = _dims(value)
+            if dims is None:
+                return _count(value) if isinstance(value, int) and not _is_bool(value) else None
+            try:
+                return dims[self.axis]
+            except IndexError:
+                return None
+        return _MEASURES[self.measure](value)
+
+    def check(self, value: Any) -> Any:
+        size = self.size(value)
+        top = limit(self.kind)
+        if size is not None and size > top:
+            lim = LIMITS[self.kind]
+            what = "" if isinstance(value, int) else f"{self._what()} "
+            raise PydanticCustomError(
+                "zoo_limit", "{what}{size} is above the per-call limit of {top} {unit} ({how})",
+                {"what": what, "size": size, "top": top, "unit": lim.unit, "how": how_to_raise(self.kind)})
+        return value
+
+    def _what(self) -> str:
+        if self.axis is not None:
+            return f"dimension {self.axis}:"
+        return "length" if self.measure == "longest" else "count"
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        out = handler(schema)
+        out = handler.resolve_ref_schema(out) if "$ref" in out else out
+        out["x-zoo-limit"] = self.kind
+        if self.measure != "count" or self.axis is not None:
+            out["x-zoo-measure"] = "longest" if self.axis is None else f"axis {self.axis}"
+        elif out.get("type") == "integer":
+            out["maximum"] = LIMITS[self.kind].default
+        elif out.get("type") == "array":
+            out["maxItems"] = LIMITS[self.kind].default
+        return out
+
+
+def bound_of(metadata: Any) -> Bound | None:
+    """The :class:`Bound` among ``Annotated`` metadata, if any."""
+    return next((m for m in metadata if isinstance(m, Bound)), None)
+
+
+#: a count of rows per call: ``batch_size: Rows = 4``, ``num_samples: Rows | None = None``
+Rows = Annotated[int, Field(ge=1), Bound("rows")]
+#: optimisation steps or epochs per call
+Steps = Annotated[int, Field(ge=1), Bound("steps")]
+#: video frames per call
+Frames = Annotated[int, Field(ge=1), Bound("frames")]
+#: a sequence length (tokens, characters) per call
+Length = Annotated[int, Field(ge=1), Bound("length")]
+#: a width per call: features, topics, words per topic
+Width = Annotated[int, Field(ge=1), Bound("width")]
+#: a batch of anything with rows (a tensor, an array, a list): at most ``rows`` rows
+Batch = Annotated[Any, Bound("rows")]
+#: a batch of sequences (a string or a list of strings, token-id lists, an ``(B, L)`` tensor): at most
+#: ``rows`` rows, none longer than ``length``
+Sequences = Annotated[Any, Bound("rows"), Bound("length", "longest")]
+#: a procedure's ``seed``: one int, or (a ``per_row_seeds`` procedure, ``zoo sample``) one int per row, at most
+#: ``rows`` of them; each seed's range ``[0, 2**63 - 1]`` is the engine's (:func:`registry.build.check_seed`)
+Seeds = int | Annotated[Sequence[int], Bound("rows")]
+
+
+def describe() -> list[tuple[str, int, str, str]]:
+    """``(kind, current limit, env var, what)`` for every kind (``--help`` and the docs)."""
+    return [(k, limit(k), lim.env, lim.what) for k, lim in LIMITS.items()]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,3 +115,118 @@ class ImageOutput(ProcedureOutput):
 
         arr = (self.images * 255).round().astype("uint8")
         return [Image.fromarray(a[..., 0] if a.shape[-1] == 1 else a) for a in arr]
+
+
+# ----------------------------------------------------------------------------- printing
+def _array_summary(value: Any) -> str | None:
+    """``tensor float32 (4, 2)  min -1.2  mean 0.031  max 2.4`` for a tensor / array, else None (no torch import:
+    a tensor is whatever has ``shape``, ``dtype`` and ``detach``)."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None or isinstance(value, type):
+        return None
+    import numpy as np
+
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        return None
+    is_torch = hasattr(value, "detach")
+    kind = "tensor" if is_torch else "array" if isinstance(value, np.ndarray) else type(value).__name__
+    dt = str(dtype).removeprefix("torch.")
+    head = f"{kind} {dt} {dims}"
+    try:
+        arr = value.detach().cpu().numpy() if is_torch else np.asarray(value)
+    except Exception:  # noqa: BLE001 - bfloat16, a meta tensor, ...: describe without numbers
+        try:
+            arr = value.detach().float().cpu().numpy()
+        except Exception:  # noqa: BLE001
+            return head
+    if arr.size == 0:
+        return head + "  (empty)"
+    if arr.dtype.kind == "b":
+        return head + f"  {int(arr.sum())} true of {arr.size}"
+    if arr.dtype.kind not in "iufc":
+        return head
+    if arr.dtype.kind == "c":
+        arr = np.abs(arr)
+    a = arr.astype(np.float64)
+    finite = np.isfinite(a)
+    bad = int(a.size - finite.sum())
+    if not finite.any():
+        return head + f"  all {a.size} non-finite"
+    a = a[finite]
+    fmt = (lambda x: f"{int(x)}") if arr.dtype.kind in "iu" else (lambda x: f"{x:.4g}")
+    text = f"{head}  min {fmt(a.min())}  mean {a.mean():.4g}  max {fmt(a.max())}"
+    return text + (f"  ({bad} non-finite)" if bad else "")
+
+
+def _short_value(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _brief(value: Any) -> str:
+    """A few words for a nested value: ``tensor float32 (2, 3)``, ``list[5]``, ``0.25``, ``'text'``."""
+    arr = _array_summary(value)
+    if arr is not None:
+        return arr.split("  ")[0]
+    if isinstance(value, (dict, list, tuple)):
+        return f"{type(value).__name__}[{len(value)}]"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return _short_value(value, 30)
+
+
+def summarize_value(value: Any, width: int = 100) -> str:
+    """One line describing ``value``: shape / dtype / range of a tensor or array, length and first items of a
+    list, keys of a dict, the value of a scalar (never a truncated tensor repr)."""
+    arr = _array_summary(value)
+    if arr is not None:
+        return arr
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (str, bytes)):
+        return _short_value(value, width)
+    if isinstance(value, dict):
+        body = ", ".join(f"{k}={_brief(v)}" for k, v in value.items())
+        text = f"dict[{len(value)}]: {body}"
+        return text if len(text) <= width else text[: width - 3] + "..."
+    if isinstance(value, (list, tuple)):
+        name = type(value).__name__
+        if not value:
+            return f"{name}[0]"
+        first = value[0]
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            nums = [float(x) for x in value]
+            kind = "int" if all(isinstance(x, int) for x in value) else "float"
+            stats = f"min {min(nums):.4g}  mean {sum(nums) / len(nums):.4g}  max {max(nums):.4g}"
+            text = f"{name}[{len(value)}] of {kind}  {stats}"
+            return text
+        if all(isinstance(x, bool) for x in value):
+            return f"{name}[{len(value)}] of bool  {sum(value)} true"
+        kinds = {type(x).__name__ for x in value}
+        of = kinds.pop() if len(kinds) == 1 else "mixed"
+        if _array_summary(first) is not None:
+            shapes = {tuple(getattr(x, "shape", ())) for x in value}
+            return f"{name}[{len(value)}] of {_array_summary(first).split('  ')[0]}" + ("" if len(shapes) == 1 else " (shapes differ)")
+        items = ", ".join(_brief(x) for x in value[:3])
+        text = f"{name}[{len(value)}] of {of}: {items}" + (", ..." if len(value) > 3 else "")
+        return text if len(text) <= width else text[: width - 3] + "..."
+    return f"{type(value).__name__}"
+
+
+def summarize(value: Any, width: int = 100) -> str:
+    """What ``zoo run`` prints for a result without a method-specific rendering: a typed output (any mapping)
+    as one line per field (name, shape / dtype, a short summary), anything else as one summary line."""
+    if isinstance(value, Mapping):
+        keys = [str(k) for k in value.keys()]
+        pad = max((len(k) for k in keys), default=0)
+        lines = [type(value).__name__ + ":"]
+        lines += [f"  {str(k).ljust(pad)}  {summarize_value(v, width)}" for k, v in value.items()]
+        return "\n".join(lines)
+    return summarize_value(value, width)

@@ -616,6 +616,18 @@ def _call(proc: Any, seed: Any, inputs: Mapping[str, Any], where: str) -> Any:
         raise RunError(f"{where} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
 
 
+def _check_first_call(proc: Any, seed: int, n: int, cli: bool) -> None:
+    """The inputs of the run's largest call (``n`` rows) validated as the call validates them (types, the per-call
+    limits of :mod:`registry.limits`), so a ``--batch-size`` above the rows limit is one line before anything is written."""
+    from .inputs import validate_call
+
+    seeds: Any = [row_seed(seed, i) for i in range(n)] if n > 1 else row_seed(seed, 0)
+    try:
+        validate_call(proc, seed=seeds, **proc.population_inputs(0, n))
+    except ParamError as exc:
+        raise ParamError(f"{n} rows per call: {exc}", Location(field=_flag("batch_size", cli))) from None
+
+
 def _draw_shard(proc: Any, a: int, b: int, seed: int, step: int, bar: Any, where: str) -> _Rows:
     """Rows ``a .. b - 1`` in calls of ``step`` rows (1: the one-row calls; more: per-row seeds), merged."""
     parts: list[_Rows] = []
@@ -697,6 +709,7 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         proc = pipe.samplers[name]
         how = batching(proc, batch_size, exact)
         step = 1 if how == "one row per call" else batch_size
+        _check_first_call(proc, seed, min(step, num_samples), cli)
         identity = run_identity(pipe, name, seed, shard_size, how)
         if old is not None:
             _compare(old["run"], identity, outdir, cli)

@@ -9,9 +9,12 @@ implementation packages ship, so validation imports neither the method code nor 
   only when the installed version is the recorded one.
 
 :func:`check_values` validates YAML values against the subset of JSON Schema pydantic emits
-(types, ``anyOf``, ``enum``/``const``, bounds, lengths, ``$ref``, closed objects), with pydantic's
-lax coercions (``3.0`` for an int, ``1`` for a bool, numeric strings), so what it refuses the
-runtime refuses too.
+(types, ``anyOf``, ``enum``/``const``, bounds, lengths, ``$ref``, closed objects, the per-call
+limits of :mod:`registry.limits` marked ``x-zoo-limit``) with the runtime's rules: strict about
+booleans vs numbers and numeric strings (``ProcedureParams`` / ``FactoryParams``, see
+:func:`registry.inputs.strict_problem`; ``3.0`` still stands for an int), or, with
+``strings=True``, parsing command-line strings as ``CliInputs`` do. What it refuses the runtime
+refuses too, and the other way round.
 """
 from __future__ import annotations
 
@@ -87,8 +90,10 @@ def library_has(library: str, name: str) -> tuple[bool, list[str]] | None:
 
 
 # ----------------------------------------------------------------------------- JSON Schema subset
-def check_values(schema: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
-    """Problems of ``values`` (a params mapping) against an object ``schema``: ``(key, message)``."""
+def check_values(schema: dict[str, Any], values: dict[str, Any], *, strings: bool = False) -> list[tuple[str, str]]:
+    """Problems of ``values`` (a params mapping) against an object ``schema``: ``(key, message)``.
+    ``strings``: the values are command-line strings, parsed as pydantic's lax mode does
+    (``CliInputs``); otherwise booleans, numbers and strings are not interchangeable."""
     defs = schema.get("$defs", {})
     props = schema.get("properties", {})
     out: list[tuple[str, str]] = []
@@ -99,7 +104,7 @@ def check_values(schema: dict[str, Any], values: dict[str, Any]) -> list[tuple[s
                 hint = f"did you mean {close[0]!r}?" if close else f"expected one of: {', '.join(props) or 'none'}"
                 out.append((str(key), f"unknown parameter; {hint}"))
             continue
-        msg = _check(props[key], value, defs)
+        msg = _check(props[key], value, defs, strings=strings)
         if msg:
             out.append((str(key), msg))
     return out
@@ -139,22 +144,38 @@ def _show(value: Any) -> str:
     return repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
 
 
-def _check(s: dict[str, Any], v: Any, defs: dict[str, Any], depth: int = 0) -> str | None:
+_TRUE = ("true", "yes", "on", "1", "t", "y")
+_FALSE = ("false", "no", "off", "0", "f", "n")
+
+
+def _limit_problem(s: dict[str, Any], size: int) -> str | None:
+    """The runtime's message when ``size`` exceeds the current limit an ``x-zoo-limit`` names."""
+    from .limits import LIMITS, how_to_raise, limit
+
+    kind = s.get("x-zoo-limit")
+    if kind not in LIMITS or "x-zoo-measure" in s:
+        return None
+    top = limit(kind)
+    return f"{size} is above the per-call limit of {top} {LIMITS[kind].unit} ({how_to_raise(kind)})" if size > top else None
+
+
+def _check(s: dict[str, Any], v: Any, defs: dict[str, Any], depth: int = 0, *, strings: bool = False) -> str | None:
     """None if ``v`` satisfies ``s``, else a one-line reason."""
     if depth > 20:
         return None
     if "$ref" in s:
         ref = s["$ref"].rsplit("/", 1)[-1]
-        return _check({**defs.get(ref, {}), **{k: x for k, x in s.items() if k != "$ref"}}, v, defs, depth + 1)
+        return _check({**defs.get(ref, {}), **{k: x for k, x in s.items() if k != "$ref"}}, v, defs, depth + 1, strings=strings)
     for key in ("anyOf", "oneOf"):
         if key in s:
-            msgs = [_check(sub, v, defs, depth + 1) for sub in s[key]]
+            subs = s[key] if v is None else [sub for sub in s[key] if sub.get("type") != "null"] or s[key]
+            msgs = [_check(sub, v, defs, depth + 1, strings=strings) for sub in subs]  # "or expected null" says nothing
             if all(m is not None for m in msgs):
                 return msgs[0] if len(msgs) == 1 else "; or ".join(dict.fromkeys(m for m in msgs if m))
             return None
     if "allOf" in s:
         for sub in s["allOf"]:
-            m = _check(sub, v, defs, depth + 1)
+            m = _check(sub, v, defs, depth + 1, strings=strings)
             if m:
                 return m
     if "const" in s and v != s["const"]:
@@ -168,8 +189,10 @@ def _check(s: dict[str, Any], v: Any, defs: dict[str, Any], depth: int = 0) -> s
     if t == "null":
         return None if v is None else f"expected null (got {_show(v)})"
     if t == "boolean":
-        if isinstance(v, bool) or v in (0, 1) or (isinstance(v, str) and v.lower() in ("true", "false", "yes", "no", "on", "off", "0", "1")):
+        if isinstance(v, bool) or (strings and isinstance(v, str) and v.lower() in _TRUE + _FALSE):
             return None
+        if not strings and isinstance(v, (int, float, str)):
+            return f"expected a boolean (true or false), got a {'string' if isinstance(v, str) else 'number'} (got {_show(v)})"
         return f"Input should be a valid boolean (got {_show(v)})"
     if t == "string":
         if not isinstance(v, str):
@@ -178,13 +201,26 @@ def _check(s: dict[str, Any], v: Any, defs: dict[str, Any], depth: int = 0) -> s
             return f"String should have at least {s['minLength']} characters (got {_show(v)})"
         if "maxLength" in s and len(v) > s["maxLength"]:
             return f"String should have at most {s['maxLength']} characters"
+        if "pattern" in s:
+            import re
+
+            try:
+                if re.search(s["pattern"], v) is None:
+                    return f"String should match pattern '{s['pattern']}' (got {_show(v)})"
+            except re.error:
+                return None  # a pattern Python's re cannot read: the runtime decides
         return None
     if t in ("integer", "number"):
+        want = "an integer" if t == "integer" else "a number"
         if isinstance(v, bool):
-            v = int(v)
+            return f"expected {want}, got a boolean (got {_show(v)})"
         if isinstance(v, str):
+            if not strings:
+                from .inputs import yaml_number_hint
+
+                return f"expected {want}, got a string{yaml_number_hint(v)} (got {_show(v)})"
             try:
-                v = float(v) if t == "number" else int(v)
+                v = float(v) if t == "number" else int(v.strip())
             except ValueError:
                 return f"Input should be a valid {'integer' if t == 'integer' else 'number'} (got {_show(v)})"
         if not isinstance(v, (int, float)):
@@ -196,32 +232,42 @@ def _check(s: dict[str, Any], v: Any, defs: dict[str, Any], depth: int = 0) -> s
                               ("maximum", lambda a, b: a <= b, "less than or equal to"),
                               ("exclusiveMinimum", lambda a, b: a > b, "greater than"),
                               ("exclusiveMaximum", lambda a, b: a < b, "less than")):
+            if key == "maximum" and "x-zoo-limit" in s:
+                continue  # the current limit, below
             if key in s and not ok(num, s[key]):
                 return f"Input should be {word} {s[key]} (got {_show(v)})"
-        return None
+        return _limit_problem(s, int(num)) if "x-zoo-limit" in s else None
     if t == "array":
         if not isinstance(v, (list, tuple)):
             return f"Input should be a valid list (got {_show(v)})"
         if "minItems" in s and len(v) < s["minItems"]:
             return f"List should have at least {s['minItems']} items (got {len(v)})"
-        if "maxItems" in s and len(v) > s["maxItems"]:
+        if "maxItems" in s and len(v) > s["maxItems"] and "x-zoo-limit" not in s:
             return f"List should have at most {s['maxItems']} items (got {len(v)})"
+        if "x-zoo-limit" in s and (m := _limit_problem(s, len(v))):
+            return f"count {m}"
         items = s.get("items")
         if isinstance(items, dict):
             for i, x in enumerate(v):
-                m = _check(items, x, defs, depth + 1)
+                m = _check(items, x, defs, depth + 1, strings=strings)
+                if m:
+                    return f"item {i}: {m}"
+        prefix = s.get("prefixItems")
+        if isinstance(prefix, list):
+            for i, (sub, x) in enumerate(zip(prefix, v)):
+                m = _check(sub, x, defs, depth + 1, strings=strings)
                 if m:
                     return f"item {i}: {m}"
         return None
     if t == "object":
         if not isinstance(v, dict):
             return f"Input should be a valid dictionary (got {_show(v)})"
-        for k, m in check_values({**s, "$defs": defs}, v):
+        for k, m in check_values({**s, "$defs": defs}, v, strings=strings):
             return f"{k}: {m}"
         extra = s.get("additionalProperties")
         if isinstance(extra, dict):
             for k, x in v.items():
-                m = _check(extra, x, defs, depth + 1)
+                m = _check(extra, x, defs, depth + 1, strings=strings)
                 if m:
                     return f"{k}: {m}"
         return None

@@ -54,3 +54,23 @@ def run_all(path: Path, only: str | None = None) -> dict[str, tuple[str, str]]:
             status, msg, _ = run_check(check)
             out[check.id] = (status, msg)
     return out
+
+
+def planted_check(tmp_path: Path, monkeypatch: Any, pkg: str, code: str, cls: str, check: str) -> tuple[str, str]:
+    """``(status, message)`` of conformance check ``...::<check>`` on a one-sampler spec whose sampler is class
+    ``cls`` of a throwaway package ``pkg`` (its ``__init__.py`` is ``code``), allowed for this test only."""
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text(code)
+    spec = tmp_path / f"{pkg}.yaml"
+    spec.write_text(f"name: {pkg.replace('_', '-')}\ntitle: t\ntask: demo\nimplementation: {pkg}\n"
+                    f'samplers: {{s: {{target: "{pkg}:{cls}"}}}}\ndefault: s\nvariants: [toy]\n'
+                    "hardware: {toy: {accelerator: cpu}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import os
+
+    allowed = os.environ.get("ZOO_ALLOWED_PACKAGES", "")
+    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", ",".join(p for p in (allowed, pkg) if p))
+    e = Entry(spec.resolve(), "test", spec=load_spec_file(spec.resolve()))
+    found = next(c for c in checks_for(e) if c.id.endswith(f"::{check}"))
+    status, msg = run_check(found)[:2]
+    return status, msg

@@ -49,7 +49,9 @@ def test_override_result_equals_a_pipeline_loaded_with_that_param(pipe: Any) -> 
 
 @pytest.mark.parametrize("kwargs, name, expected", [
     ({"num_inference_steps": 0}, "num_inference_steps", "greater than or equal to 1"),
-    ({"num_inference_steps": "many"}, "num_inference_steps", "valid integer"),
+    ({"num_inference_steps": "many"}, "num_inference_steps", "expected an integer, got a string"),
+    ({"num_inference_steps": True}, "num_inference_steps", "expected an integer, got a boolean"),
+    ({"num_inference_steps": "20"}, "num_inference_steps", "expected an integer, got a string"),
     ({"solver_order": 7}, "solver_order", "got 7"),
     ({"num_inference_step": 20}, "num_inference_step", "unknown parameter or input of FDPMSolverSampler"),
 ])

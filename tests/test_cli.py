@@ -33,7 +33,7 @@ def test_list_show_schema(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_runs_every_check(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", SPEC]) == 0
     out = capsys.readouterr().out
-    assert "10 passed, 0 failed, 0 skipped" in out
+    assert "11 passed, 0 failed, 0 skipped" in out  # incl. samplers[gaussian]::bounded-inputs
     assert "PASS  demo-gaussian::loading-path[model.full]" in out
 
 
@@ -70,7 +70,7 @@ def test_pytest_plugin_collects_a_spec_file(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, cwd=tmp_path,
     )
     assert res.returncode == 0, res.stdout[-2000:]
-    assert "10 passed" in res.stdout
+    assert "11 passed" in res.stdout
 
 
 def test_python_api_third_party_spec(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from registry.errors import ParamError
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -196,8 +198,8 @@ def test_unconditional_generation_starts_from_bos_and_is_seeded(toy):
     a = poe(num_samples=4, seed=0)
     assert len(a.token_ids) == 4 and a == poe(num_samples=4, seed=0)
     assert all(1 <= len(r) <= 12 for r in a.token_ids)
-    with pytest.raises(ValueError, match="num_samples"):
-        poe(num_samples=0)
+    with pytest.raises(ParamError, match=r"^input num_samples of PoEBridgeSampler: Input should be greater than or equal to 1"):
+        poe(num_samples=0)  # refused by the call's inputs model, before decoding
 
 
 def test_role_names_are_parameters(toy):

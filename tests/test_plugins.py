@@ -82,4 +82,4 @@ def test_installed_plugin_is_listed_without_importing_it_and_checked_via_entry_p
     res = subprocess.run([sys.executable, "-m", "zoo.cli", "check", "zoo-bench-plugin", "--no-record"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert "8 passed, 0 failed, 0 skipped" in res.stdout
+    assert "9 passed, 0 failed, 0 skipped" in res.stdout  # incl. bounded-inputs

@@ -409,10 +409,12 @@ def _is_bounded(tp: Any, metadata: list[Any]) -> bool:
         return all(_is_bounded(a, metadata) for a in args)
     if tp in (bool, str, type(None)) or origin is typing.Literal:
         return True
+    from registry.limits import Bound  # a per-call limit (registry.limits): bounded by the current limit
+
     if tp in (int, float):
-        return any(isinstance(m, (annotated_types.Le, annotated_types.Lt)) for m in metadata)
+        return any(isinstance(m, (annotated_types.Le, annotated_types.Lt, Bound)) for m in metadata)
     if origin in (list, tuple) or tp in (list, tuple):
-        return any(isinstance(m, annotated_types.MaxLen) for m in metadata)
+        return any(isinstance(m, (annotated_types.MaxLen, Bound)) for m in metadata)
     return True  # other types (models, callables) are not sizes
 
 
@@ -479,9 +481,14 @@ def test_seed_overflow_is_a_clear_error(tmp_path: Path) -> None:
 def test_a_failing_pipeline_call_is_one_line_run_error() -> None:
     import zoo
 
+    import torch
+
     pipe = zoo.load(str(DEMO))
-    with pytest.raises(RunError, match=r"demo-gaussian \(gaussian\) failed: TypeError") as exc:
-        pipe(seed=0, noise="not a tensor")
+    with pytest.raises(RunError, match=r"demo-gaussian \(gaussian\) failed: RuntimeError") as exc:
+        pipe(seed=0, noise=torch.zeros(2, 5))  # passes the inputs model (a tensor), fails inside (the model has dim 2)
+    assert "\n" not in str(exc.value)
+    with pytest.raises(ParamError, match=r"^input noise of GaussianSampler: Input should be an instance of Tensor") as exc:
+        pipe(seed=0, noise="not a tensor")  # refused by the inputs model before the method runs
     assert "\n" not in str(exc.value)
 
 

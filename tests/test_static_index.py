@@ -57,7 +57,9 @@ def test_valid_spec_passes_without_importing_torch(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("old, new, where, expected", [
     ("solver_order: 1}", "solver_ordr: 1}", "18:39", "samplers.f-ddim.params.solver_ordr: unknown parameter; did you mean 'solver_order'?"),
-    ("num_inference_steps: 20", "num_inference_steps: twenty", "18:14", "num_inference_steps: Input should be a valid integer (got 'twenty')"),
+    ("num_inference_steps: 20", "num_inference_steps: twenty", "18:14", "num_inference_steps: expected an integer, got a string (got 'twenty')"),
+    ("num_inference_steps: 20", "num_inference_steps: true", "18:14", "num_inference_steps: expected an integer, got a boolean (got True)"),
+    ("num_inference_steps: 20", "num_inference_steps: '20'", "18:14", "num_inference_steps: expected an integer, got a string; write 20 without quotes (got '20')"),
     ("num_inference_steps: 20", "num_inference_steps: 0", "18:14", "num_inference_steps: Input should be greater than or equal to 1 (got 0)"),
     ("model_class: UNet2DModel", "model_class: UNet2DModle", "12:9", "diffusers has no class 'UNet2DModle'; did you mean 'UNet2DModel'?"),
     ("config: {mixture: gmm3}", "config: {mixture: gmm3, scale: 2}", "9:92", "config.scale: unknown parameter"),
@@ -105,7 +107,9 @@ def test_static_param_check_agrees_with_the_params_model() -> None:
              {"num_inference_steps": 0}, {"num_inference_steps": 1001}, {"solver_order": 3}, {"solver_order": 4},
              {"first_eps": "mean"}, {"first_eps": "median"}, {"data_mean": [0.1, 0.2]}, {"data_mean": []},
              {"data_mean": 0.5}, {"data_mean": None}, {"use_karras_sigmas": True}, {"rho": 0}, {"rho": 7},
-             {"sigma_min": 1e-7}, {"timestep_spacing": "leading"}, {"nope": 1}]
+             {"sigma_min": 1e-7}, {"timestep_spacing": "leading"}, {"nope": 1},
+             {"num_inference_steps": True}, {"num_inference_steps": False}, {"rho": True}, {"rho": "7"},
+             {"use_karras_sigmas": 1}, {"use_karras_sigmas": "true"}, {"use_karras_sigmas": 0.0}, {"data_mean": [0.1, True]}]
     for values in cases:
         try:
             FDPMSolverSampler.Params(**values)

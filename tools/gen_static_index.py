@@ -8,7 +8,8 @@
   packages re-exporting it, and the deprecated aliases of moved names a package declares in
   ``__deprecated_aliases__``, marked ``"deprecated": "<new target>"``), with the JSON Schema of a
   procedure's ``Params``, a factory's ``config`` model, a metric check's ``check_params`` model, a
-  transform's ``transform_config`` model and a benchmark's or trainer's options.
+  transform's ``transform_config`` model and a benchmark's or trainer's options, and a procedure's
+  ``CliInputs`` (``zoo run``'s options, checked and listed by ``--help`` without importing the method).
 * ``registry/library_names.json``: the public CamelCase names of transformers and diffusers at
   the installed versions (``model_class:`` is checked against them), and timm's registered
   architecture names (``timm.list_models()``; a timm role's ``model_name:`` is checked against them).
@@ -69,6 +70,8 @@ def _entry(obj: Any, kinds_of: dict[int, list[str]]) -> dict[str, Any]:
     entry: dict[str, Any] = {"kinds": sorted(kinds)}
     if "procedure" in kinds and getattr(obj, "Params", None) is not None:
         entry["params"] = _schema(obj.Params)
+    if "procedure" in kinds and getattr(obj, "CliInputs", None) is not None:
+        entry["cli_inputs"] = _schema(obj.CliInputs)  # zoo run's --key value options, checked before any import
     if "factory" in kinds:
         entry["params"] = _schema(contract.factory_params(obj))
     for kind, model_of in (("metric_check", contract.check_params_model), ("transform", contract.transform_params)):
@@ -83,7 +86,7 @@ def _entry(obj: Any, kinds_of: dict[int, list[str]]) -> dict[str, Any]:
 
 
 def package_index(package: str) -> dict[str, Any]:
-    """The index of one package: ``{"targets": {"mod:attr": {"kinds": [...], "params": schema?}}}``."""
+    """The index of one package: ``{"targets": {"mod:attr": {"kinds": [...], "params": schema?, "cli_inputs": schema?}}}``."""
     from registry import contract
 
     from zoo.common.deprecation import resolve_alias

@@ -38,13 +38,19 @@ EPILOG = """examples:
 
 
 def _parse_value(text: str) -> Any:
-    """``key=value`` values are YAML scalars (numbers, booleans, lists), else strings."""
+    """``key=value`` values are YAML scalars (numbers, booleans, lists), else strings; a number YAML 1.1
+    leaves a string (``5e-5``, ``1e6``: no dot, or an unsigned exponent) is read as the number it spells."""
     import yaml
+
+    from registry.inputs import NUMERIC
 
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
+    if isinstance(value, str) and NUMERIC.fullmatch(value.strip()):
+        number = float(value.replace("_", ""))
+        return int(number) if number.is_integer() and not any(c in value for c in ".eE") else number
     return text if isinstance(value, dict) else value
 
 
@@ -228,6 +234,15 @@ def cmd_show(args: argparse.Namespace) -> int:
             rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.variant_params.items()]
     for line in _table(rows, "  "):
         builtins.print(line)
+    from zoo.options import option_lines
+
+    by_target: dict[str, list[str]] = {}
+    for n in [*s.samplers, *s.recipes]:
+        by_target.setdefault(s.procedure(n)[1].target, []).append(n)
+    for target, procs in by_target.items():
+        print(f"  zoo run options of {target} ({', '.join(procs)}; defaults of the class, the spec's values above):")
+        for line in option_lines(s, procs[0], indent="    ", spec_values=False):
+            builtins.print(line)
     how = "" if machine is None else f" ({machine.describe()}; {'torch' if machine.how == 'torch' else 'probed without torch: ' + machine.how})"
     print(f"  variants (preference order) and fit here{how}:")
     rows, styles = [], []
@@ -284,13 +299,43 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_help(args: argparse.Namespace) -> str:
+    """``zoo run [NAME] --help``: the command's flags, and with a NAME the method's options and parameters
+    (types, defaults, bounds) read from the static index, and the per-call size limits."""
+    from registry.limits import describe
+
+    text = args.run_parser.format_help()
+    if not args.name:
+        return text
+    s = zoo.spec(args.name)
+    name = args.sampler or s.default
+    lines = [f"{s.name} ({name}; --sampler NAME for another: {', '.join(n for n in [*s.samplers, *s.recipes] if n != name) or 'none'}):"]
+    from zoo.options import option_lines
+
+    lines += option_lines(s, name, import_fallback=True)
+    lines.append("  per-call size limits (raise one deliberately with its variable):")
+    lines += _table([[kind, f"<= {value}", env, what] for kind, value, env, what in describe()], "    ")
+    return text + "\n" + "\n".join(printable(line) for line in lines) + "\n"
+
+
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
+    if args.help or any(tok in ("-h", "--help") for tok in extra):
+        print(run_help(args), end="")
+        return 0
+    if not args.name:
+        raise ZooError("zoo run: name a spec (or a spec file); zoo run NAME --help lists its options")
     params = _kv(args.param or [])
+    options = _extra_options(extra)
     t0 = time.perf_counter()
+    # everything the spec and the static index can tell is checked before torch is imported or anything built
+    from zoo.options import precheck_run
+
+    e = zoo.entry(args.name)
+    precheck_run(zoo.spec(args.name), str(e.path), seed=args.seed, variant=args.variant, device=args.device,
+                 dtype=args.dtype, sampler=args.sampler, params=params, options=options)
     pipe = zoo.load(args.name, variant=args.variant, device=args.device, dtype=args.dtype, sampler=args.sampler,
                     trust_remote_code=args.trust_remote_code, **params)
     proc = pipe.procedure
-    options = _extra_options(extra)
     inputs = None
     cli_cls = getattr(proc, "CliInputs", None)
     if cli_cls is not None:
@@ -578,12 +623,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("paths", nargs="+")
 
     s = sub.add_parser("run", help="build a spec's pipeline and run its default sampler/recipe; method options as --key value",
-                       epilog="Method options (e.g. --prompt, --nfe, --out, --topics) are listed by the method's docs and by the error for an unknown option.")
-    s.add_argument("name", help="spec name or spec file")
+                       add_help=False,
+                       epilog="zoo run NAME --help lists NAME's options (--key value) and parameters (--param) with types, "
+                              "defaults and bounds; all are checked before anything is imported or built.")
+    s.set_defaults(run_parser=s)
+    s.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: the method's options too) and exit")
+    s.add_argument("name", nargs="?", help="spec name or spec file")
     s.add_argument("--variant")
     s.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: what the variant needs)")
     s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"])
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0, help="0 .. 2**63 - 1 (default 0)")
     s.add_argument("--sampler", help="run this sampler/recipe instead of the default")
     s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a sampler parameter (repeatable)")
     s.add_argument("--trust-remote-code", action="store_true", help="allow remote code where the spec also allows it")

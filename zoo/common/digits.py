@@ -257,7 +257,7 @@ def save_digit_grid(images: torch.Tensor, labels: torch.Tensor, path: str | Path
     import matplotlib.pyplot as plt
 
     labels = labels.reshape(-1).cpu()
-    fig, axes = plt.subplots(NUM_CLASSES, per_class, figsize=(per_class * 0.6, NUM_CLASSES * 0.6))
+    fig, axes = plt.subplots(NUM_CLASSES, per_class, figsize=(per_class * 0.6, NUM_CLASSES * 0.6), squeeze=False)
     for c in range(NUM_CLASSES):
         idx = (labels == c).nonzero().reshape(-1)[:per_class]
         for j in range(per_class):

@@ -28,6 +28,7 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
+from registry.limits import Rows, Seeds, Sequences
 from registry.outputs import ProcedureOutput
 from zoo.common.discrete import gumbel_max, top_p_filter
 
@@ -204,7 +205,7 @@ class TextSampler(Procedure):
     class Cli(CliInputs):
         prompt: str | None = None  # None: the tokenizer's first example prompt, else unconditional
         unconditional: bool = False  # BOS-only generation, num_samples rows
-        num_samples: int = Field(1, ge=1, le=100_000)
+        num_samples: Rows = 1
 
     CliInputs = Cli
 
@@ -219,8 +220,8 @@ class TextSampler(Procedure):
     def _models_for_tokenizer(self) -> list[Any]:
         return list(self.models.values())
 
-    def __call__(self, prompt: Any = None, *, seed: int | Sequence[int] = 0, input_ids: Any = None,
-                 num_samples: int = 1) -> GenerationOutput:
+    def __call__(self, prompt: Sequences = None, *, seed: Seeds = 0, input_ids: Sequences = None,
+                 num_samples: Rows = 1) -> GenerationOutput:
         """Decode each prompt row independently with its own generator seeded by ``seed``; without a prompt,
         draw ``num_samples`` unconditional rows (BOS only) from one generator seeded by ``seed``. A list
         ``seed`` gives row j its own generator seeded ``seed[j]`` (unconditional: ``len(seed)`` rows)."""

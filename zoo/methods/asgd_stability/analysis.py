@@ -110,8 +110,9 @@ class StabilityReport(Procedure):
     class CliInputs(BaseCliInputs):
         out: OutPath = "asgd-stability.png"
 
-    def __call__(self, *, seed: int = 0, progress: bool = False, **over: Any) -> StabilityOutput:
-        p = self.params.model_copy(update=over) if over else self.params
+    def __call__(self, *, seed: int = 0, progress: bool = False) -> StabilityOutput:
+        # per-call parameters (pipe(seed=0, Ns=(32, 64))) arrive as self.params through Procedure.with_params
+        p = self.params
         prob = Problem(p.problem, d=p.d, noise=p.noise)
         seeds = [seed * 100_003 + s for s in range(p.seeds)]
         common = dict(k=p.k, eta0=p.eta0, n_test=p.n_test, seeds=seeds, device=self.device, progress=progress)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
+from registry.limits import Bound, Rows, Steps
 from registry.outputs import ProcedureOutput
 from zoo.common.masked_dlm import MaskedDenoiser, find_tokenizer
 
@@ -65,8 +66,9 @@ class TrainLocalAR(Procedure):
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"steps": 2, "batch_size": batch_size}
 
-    def __call__(self, *, seed: int = 0, steps: int | None = None, batch_size: int | None = None,
-                 sequences: list[list[int]] | None = None) -> LocalAROutput:
+    def __call__(self, *, seed: int = 0, steps: Steps | None = None, batch_size: Rows | None = None,
+                 sequences: Annotated[list[list[Annotated[int, Field(ge=0, le=2**31 - 1)]]], Bound("rows"),
+                                      Bound("length", "longest")] | None = None) -> LocalAROutput:
         p = self.params
         tok = find_tokenizer(self.dlm, self.ar)
         den = MaskedDenoiser.wrap(self.dlm, p.mask_token_id)

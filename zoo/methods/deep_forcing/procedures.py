@@ -7,13 +7,15 @@ model's predicted mean and ``c`` the clip's known palette (the wave sums to zero
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field, model_validator
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import CliInputs, Procedure, ProcedureParams, summarize
+from registry.limits import Batch, Bound, Frames, Rows
 from registry.outputs import ProcedureOutput
+from zoo.common.output import OutPath
 
 from .policy import CachePolicy
 from .toy import CHANNELS, CHUNK, GRID, SIGMA, TRAIN_FRAMES, make_clips, rollout
@@ -73,8 +75,8 @@ class DeepForcingRollout(Procedure):
         def policy(self) -> CachePolicy:
             return CachePolicy(frame_tokens=GRID[0] * GRID[1], chunk_frames=CHUNK, **self.policy_kwargs())
 
-    def __call__(self, *, seed: int = 0, prompt: Any = None, noise: Any = None, palette: Any = None, num_frames: int | None = None,
-                 progress: bool = False) -> RolloutOutput:
+    def __call__(self, *, seed: int = 0, prompt: Batch = None, noise: Annotated[Any, Bound("rows"), Bound("frames", axis=1)] = None,
+                 palette: Batch = None, num_frames: Frames | None = None, progress: bool = False) -> RolloutOutput:
         p = self.params
         T = int(num_frames or p.num_frames)
         if T % CHUNK or T <= p.prompt_frames:
@@ -100,6 +102,37 @@ class DeepForcingRollout(Procedure):
         T = 2 * TRAIN_FRAMES  # past the window: eviction / compression happen
         return {"prompt": clips, "palette": palette, "noise": torch.randn((batch_size, T, GRID[0] * GRID[1], CHANNELS), generator=g), "num_frames": T}
 
+    class CliInputs(CliInputs):
+        frames: Frames | None = Field(None, description="total frames incl. the prompt, a multiple of 3 (default: the spec's num_frames)")
+        n: Rows = Field(8, description="clips to roll out")
+        out: OutPath | None = Field(None, description="PNG: identity drift and motion energy per frame (.png added when missing)")
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """``zoo run deep-forcing --frames 252 --n 8 --out drift.png``: roll ``n`` seeded clips out under this
+        sampler's cache policy; print the identity drift (RMS distance of each frame's mean colour from the
+        clip's palette) and motion energy over time, and the cache size per chunk."""
+        ci = inputs if inputs is not None else self.CliInputs()
+        p = self.params
+        g = torch.Generator().manual_seed(seed)
+        clips, palette, _ = make_clips(ci.n, p.prompt_frames, g)
+        out = self(seed=seed, prompt=clips, palette=palette, num_frames=ci.frames)
+        drift = identity_drift(out.means, palette).mean(0)
+        motion = motion_energy(out.means).mean(0)
+        T = drift.shape[0]
+        pol = p.policy()
+        head = (f"{ci.n} clips x {T} frames ({T / TRAIN_FRAMES:.1f}x the {TRAIN_FRAMES}-frame training clips); cache: window "
+                f"{pol.window_frames or 'full'}, sink {pol.sink_frames}, realign {pol.rope_realign}, PC {pol.pc_enabled}")
+        marks = sorted({min(T, m) for m in (TRAIN_FRAMES, 2 * TRAIN_FRAMES, T // 2, T)})
+        tokens = out.cache_tokens or [0]
+        lines = [head, summarize(out),
+                 "  identity drift at frame " + ", ".join(f"{m}: {float(drift[m - 1]):.3f}" for m in marks),
+                 f"  last {min(T, TRAIN_FRAMES)} frames: drift {float(drift[-TRAIN_FRAMES:].mean()):.3f}, "
+                 f"motion energy {float(motion[-TRAIN_FRAMES:].mean()):.3f}",
+                 f"  cached tokens per chunk: {min(tokens)} .. {max(tokens)}"]
+        if ci.out:
+            lines.append(f"  wrote {plot_drift(drift, motion, ci.out, head)}")
+        return "\n".join(lines)
+
     def input_rows(self, inputs: dict[str, Any]) -> list[dict[str, Any]]:
         return [{**inputs, "prompt": inputs["prompt"][i:i + 1], "noise": inputs["noise"][i:i + 1], "palette": inputs["palette"][i:i + 1]}
                 for i in range(inputs["prompt"].shape[0])]
@@ -107,6 +140,28 @@ class DeepForcingRollout(Procedure):
     def output_rows(self, outputs: RolloutOutput) -> list[Any]:
         return [{"samples": outputs.samples[i], "means": outputs.means[i], "cache_tokens": outputs.cache_tokens}
                 for i in range(outputs.samples.shape[0])]
+
+
+def plot_drift(drift: torch.Tensor, motion: torch.Tensor, path: str, title: str = "") -> str:
+    """PNG: mean identity drift and motion energy per frame, the training-clip length marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    a.plot(range(1, drift.shape[0] + 1), drift.tolist())
+    a.set(xlabel="frame", ylabel="identity drift", title="identity drift (mean over clips)")
+    b.plot(range(2, motion.shape[0] + 2), motion.tolist(), color="tab:orange")
+    b.set(xlabel="frame", ylabel="motion energy", title="motion energy (mean over clips)")
+    for ax in (a, b):
+        ax.axvline(TRAIN_FRAMES, color="grey", lw=0.8, ls="--")
+    if title:
+        fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def identity_drift(means: torch.Tensor, palette: torch.Tensor) -> torch.Tensor:

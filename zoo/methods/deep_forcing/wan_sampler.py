@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field, field_validator, model_validator
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure
+from registry.limits import Bound, Frames
 from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 
@@ -108,7 +109,7 @@ class WanDeepForcingSampler(Procedure):
         num_frames: int = Field(126, ge=1, le=960, description="latent frames (a multiple of chunk_frames); 126 ~ 31 s at 16 fps, the paper's 30-s setting")
         height: int = Field(480, ge=2, le=2048, description="pixels (a multiple of the VAE factor x patch, 16 for Wan2.1)")
         width: int = Field(832, ge=2, le=2048, description="pixels (a multiple of the VAE factor x patch, 16 for Wan2.1)")
-        steps: tuple[int, ...] = Field((1000, 750, 500, 250), min_length=1, max_length=50,
+        steps: tuple[Annotated[int, Field(gt=0, le=1000)], ...] = Field((1000, 750, 500, 250), min_length=1, max_length=50,
                                        description="Self-Forcing's denoising steps (strictly decreasing, in (0, 1000])")
         shift: float = Field(5.0, gt=0.0, le=100.0, description="timestep shift sigma = s t / (1 + (s - 1) t)")
         chunk_frames: int = Field(3, ge=1, le=21, description="latent frames per chunk")
@@ -129,7 +130,8 @@ class WanDeepForcingSampler(Procedure):
                 raise ValueError(f"num_frames: expected a multiple of chunk_frames = {self.chunk_frames}, got {self.num_frames}")
             return self
 
-    def __call__(self, *, seed: int = 0, prompt: str | Sequence[str] = EXAMPLE_PROMPT, num_frames: int | None = None) -> VideoOutput:
+    def __call__(self, *, seed: int = 0, prompt: Annotated[str | Sequence[str], Bound("rows"), Bound("length", "longest")] = EXAMPLE_PROMPT,
+                 num_frames: Frames | None = None) -> VideoOutput:
         p = self.params
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
         if not prompts or not all(isinstance(x, str) for x in prompts):

@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
+from registry.limits import Bound, Rows, Seeds
 from registry.outputs import ImageOutput
 from zoo.common.output import OutPath
 
@@ -79,7 +80,7 @@ def sample_shape(model: Any) -> tuple[int, ...]:
 
 class SamplerCli(CliInputs):
     nfe: int | None = Field(None, ge=1, le=1000, description="number of model evaluations (default: the spec's num_inference_steps)")
-    n: int = Field(2000, ge=1, le=200_000, description="number of samples")
+    n: Rows = Field(2000, description="number of samples")
     out: OutPath | None = Field(None, description="PNG path (.png added when missing): samples over the true density (2-D toy) or an image grid")
 
 
@@ -135,7 +136,7 @@ class SchedulerSampler(Procedure):
         return torch.randn((batch_size, *sample_shape(self.model)), generator=g, dtype=torch.float64).to(self._dtype)
 
     @torch.no_grad()
-    def __call__(self, *, seed: int | Sequence[int] = 0, noise: torch.Tensor | None = None, batch_size: int = 4,
+    def __call__(self, *, seed: Seeds = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4,
                  progress: bool = False) -> DiffusionOutput:
         x_T = self.draw_noise(batch_size, seed) if noise is None else noise.to(self._dtype)
         return DiffusionOutput(samples=run_scheduler(self.scheduler, self.model, x_T.to(self.device), self.params.num_inference_steps, progress=progress))

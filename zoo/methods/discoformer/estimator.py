@@ -12,12 +12,16 @@ is accepted and ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.limits import Bound
+
+#: a sample set or query points, ``(n, d)`` or ``(B, n, d)``: at most ``rows`` sets and ``rows`` points per set
+Points = Annotated[Any, Bound("rows"), Bound("rows", axis=-2)]
 from registry.outputs import ProcedureOutput
 
 from .data import random_gmm
@@ -58,7 +62,7 @@ class _Estimator(Procedure):
     def estimate(self, X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError
 
-    def __call__(self, *, seed: int = 0, context: Any = None, queries: Any = None) -> DensityScoreOutput:
+    def __call__(self, *, seed: int = 0, context: Points = None, queries: Points = None) -> DensityScoreOutput:
         if context is None or queries is None:
             raise ValueError(f"{type(self).__name__} needs context= (n, d) samples and queries= (m, d) points")
         X, Y = torch.as_tensor(context), torch.as_tensor(queries)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
+from registry.limits import Bound, Rows, Steps
 from registry.outputs import ProcedureOutput
 
 from .alphabet import encode
@@ -58,8 +59,8 @@ class TrainDPLMEvo(Procedure):
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"steps": 2, "batch_size": batch_size}
 
-    def __call__(self, *, seed: int = 0, steps: int | None = None, batch_size: int | None = None,
-                 sequences: list[str] | None = None) -> TrainOutput:
+    def __call__(self, *, seed: int = 0, steps: Steps | None = None, batch_size: Rows | None = None,
+                 sequences: Annotated[list[str], Bound("rows"), Bound("length", "longest")] | None = None) -> TrainOutput:
         p = self.params
         if sequences is None:
             from .family import family

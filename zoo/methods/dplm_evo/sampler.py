@@ -5,12 +5,14 @@ with the explicit edit trajectory of every row (:func:`.editing.replay` of ``ini
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.limits import Bound, Length, Rows, Sequences
 from registry.outputs import ProcedureOutput
 
 from .editing import MASK_CHAR, EditConfig, edit_row, from_text, to_text
@@ -68,7 +70,7 @@ class EditSampler(Procedure):
     class Cli(CliInputs):
         sequence: str | None = None  # a start protein (evolve / post-edit); de novo ignores it
         length: int | None = Field(None, ge=1, le=1022)
-        num_samples: int = Field(1, ge=1, le=100_000)
+        num_samples: Rows = 1
 
     CliInputs = Cli
 
@@ -88,7 +90,9 @@ class EditSampler(Procedure):
             raise ValueError(f"mode {self.params.mode} edits proteins: pass sequences= (a string or a list of strings)")
         return [sequences] if isinstance(sequences, str) else list(sequences)
 
-    def __call__(self, sequences: Any = None, *, seed: int = 0, lengths: Any = None, num_samples: int | None = None) -> EditOutput:
+    def __call__(self, sequences: Sequences = None, *, seed: int = 0,
+                 lengths: Length | Annotated[Sequence[Length], Bound("rows")] | None = None,
+                 num_samples: Rows | None = None) -> EditOutput:
         """Each row is edited with its own generator seeded by ``seed`` (row ``i`` of a batch equals row ``i``
         alone); ``num_samples`` (de novo only) draws that many ``m^length`` rows from one generator instead.
         Rows of one call therefore share their random stream and are correlated: for independent draws (a population

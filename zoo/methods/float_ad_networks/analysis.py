@@ -85,8 +85,9 @@ class ExactnessReport(Procedure):
     class CliInputs(BaseCliInputs):
         out: OutPath = "float-ad-networks.png"
 
-    def __call__(self, *, seed: int = 0, **over: Any) -> ExactnessOutput:
-        p = self.params.model_copy(update=over) if over else self.params
+    def __call__(self, *, seed: int = 0) -> ExactnessOutput:
+        # per-call parameters (pipe(seed=0, sizes=(8,))) arrive as self.params through Procedure.with_params
+        p = self.params
         dt = DTYPES[p.dtype]
         rows = []
         for start in p.starts:

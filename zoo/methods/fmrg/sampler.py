@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from pydantic import Field, model_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.limits import Bound, Rows
 from registry.errors import Location, ParamError
 from registry.outputs import ProcedureOutput
 
@@ -51,7 +52,7 @@ class FMRGOutput(ProcedureOutput):
 
 
 class FMRGCli(CliInputs):
-    n: int = Field(512, ge=1, le=100_000, description="number of samples")
+    n: Rows = Field(512, description="number of samples")
 
 
 def time_grid(num_steps: int, shift: float = 1.0) -> list[float]:
@@ -140,7 +141,7 @@ class FlowMapSampler(_Base):
         pass
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4) -> FMRGOutput:
+    def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:
         x = self.draw_noise(batch_size, seed) if noise is None else noise.to(torch.float64)
         nfe0 = self.model.nfe
         ts = time_grid(self.params.num_steps, self.params.shift)
@@ -227,7 +228,7 @@ class FMRGSampler(FlowMapSampler):
         with torch.no_grad():
             return _advance(m, x, t, tn, p.sample_mode, u1) + dt * (z - x)
 
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4) -> FMRGOutput:
+    def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:
         p = self.params
         x = self.draw_noise(batch_size, seed) if noise is None else noise.to(torch.float64)
         nfe0 = self.model.nfe
@@ -260,7 +261,7 @@ class DPSSampler(FlowMapSampler):
         grad_mode: Literal["jac", "euc"] = "jac"
         reward: RewardSpec = Field(default_factory=RewardSpec)
 
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4) -> FMRGOutput:
+    def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:
         p, m = self.params, self.model
         x = self.draw_noise(batch_size, seed) if noise is None else noise.to(torch.float64)
         nfe0 = m.nfe
@@ -289,7 +290,7 @@ class BestOfNSampler(FlowMapSampler):
         n_candidates: int = Field(4, ge=1, le=4096)
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4) -> FMRGOutput:
+    def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:
         p = self.params
         B = batch_size if noise is None else noise.shape[0]
         n = p.n_candidates

@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import CliInputs, Procedure, ProcedureParams, summarize
+from registry.limits import Bound, Rows
+
+#: training steps of one call; 0 trains nothing
+CallSteps = Annotated[int, Field(ge=0), Bound("steps")]
 from registry.outputs import ProcedureOutput
+from zoo.common.output import OutPath
 from zoo.common.flows import pfgmpp_noise
 from zoo.common.training import EMA
 
@@ -194,7 +199,8 @@ class IPFMDistill(Procedure):
         eval_n: int = Field(2000, ge=16, le=1_000_000)
         ema: float = Field(0.99, ge=0.0, le=0.99999, description="EMA decay of the returned generator (0: none)")
 
-    def __call__(self, *, seed: int = 0, num_samples: int = 256, steps: int | None = None, init_steps: int | None = None) -> DistillOutput:
+    def __call__(self, *, seed: int = 0, num_samples: Rows = 256, steps: CallSteps | None = None,
+                 init_steps: CallSteps | None = None) -> DistillOutput:
         """Train with ``seed`` and return ``num_samples`` one-step samples (``steps`` / ``init_steps`` override the params)."""
         p = self.params
         teacher = self.models["teacher"]
@@ -214,4 +220,25 @@ class IPFMDistill(Procedure):
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"num_samples": batch_size, "steps": 2, "init_steps": 2}
+
+    class CliInputs(CliInputs):
+        steps: CallSteps | None = Field(None, description="generator steps (default: the spec's steps)")
+        n: Rows = Field(2000, description="one-step samples drawn from the trained generator")
+        out: OutPath | None = Field(None, description="PNG: the samples over the data density (.png added when missing)")
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """``zoo run ipfm --steps 400 --n 2000 --out samples.png``: distil, print the SW2 history, score the samples."""
+        from zoo.common.toys2d import samples_report
+
+        ci = inputs if inputs is not None else self.CliInputs()
+        out = self(seed=seed, num_samples=ci.n, steps=ci.steps)
+        p, teacher = self.params, self.models["teacher"]
+        D = as_D(p.D) if p.D is not None else teacher.D
+        head = (f"{p.loss.upper()} distillation (alpha {p.alpha:g}, D = {D:g}), {p.steps if ci.steps is None else ci.steps} "
+                f"generator steps; one-step samples, NFE 1")
+        hist = out.history or []
+        keep = sorted({0, len(hist) - 1, *range(0, len(hist), max(1, len(hist) // 6))}) if hist else []
+        lines = [head, summarize(out), "  history (step: SW2 to data, mean log p on the evaluation set):"]
+        lines += [f"    {hist[i]['step']:>6}: {hist[i]['sw2']:.4g}, {hist[i]['loglik']:.4f}" for i in keep]
+        return "\n".join(lines + samples_report(teacher.gmm, out.samples, seed, ci.out, title=head))
 

@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams, factory
+from registry.contract import Procedure, ProcedureParams, factory, summarize
+from registry.limits import Rows
+from zoo.common.output import SamplesCli
 from zoo.methods.pfgmpp.sampler import SampleOutput
 from zoo.methods.pfgmpp.toy import AnalyticPFGMPP, EDMField
 
@@ -30,7 +32,7 @@ class OneStepSampler(Procedure):
     class Params(ProcedureParams):
         sigma_init: float = Field(2.5, gt=0, le=1e3, description="the generator's input noise level (SiD / IPFM: 2.5)")
 
-    def __call__(self, *, seed: int = 0, num_samples: int = 256) -> SampleOutput:
+    def __call__(self, *, seed: int = 0, num_samples: Rows = 256) -> SampleOutput:
         gen, teacher = self.models["generator"], self.models["teacher"]
         with torch.no_grad():
             x = generator_samples(gen, num_samples, teacher.D, self.params.sigma_init, torch.Generator().manual_seed(seed))
@@ -38,3 +40,15 @@ class OneStepSampler(Procedure):
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"num_samples": batch_size}
+
+    CliInputs = SamplesCli
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """``zoo run ipfm --sampler one-step --n 2000 --out samples.png``: one model call per sample, scored exactly."""
+        from zoo.common.toys2d import samples_report
+
+        ci = inputs if inputs is not None else self.CliInputs()
+        out = self(seed=seed, num_samples=ci.n)
+        teacher = self.models["teacher"]
+        head = f"one-step generator (teacher D = {teacher.D:g}), {ci.n} samples, NFE 1"
+        return "\n".join([head, summarize(out), *samples_report(teacher.gmm, out.samples, seed, ci.out, title=head)])

@@ -24,6 +24,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.limits import Rows
 from zoo.common import varlen
 from zoo.common.discrete import categorical, top_p_filter
 from zoo.common.masked_dlm import GenerationOutput
@@ -156,7 +157,7 @@ class TauLeaping(Procedure):
         model_role: str = Field("model", min_length=1)
 
     class Cli(CliInputs):
-        num_samples: int = Field(8, ge=1, le=100_000)
+        num_samples: Rows = 8
 
     CliInputs = Cli
 
@@ -165,7 +166,7 @@ class TauLeaping(Procedure):
         self.model = self.models[params.model_role]
         self.cfg = SamplerConfig(params.max_steps, params.confidence, params.top_p, params.top_k, params.count_1)
 
-    def __call__(self, *, seed: int = 0, num_samples: int = 8) -> GenerationOutput:
+    def __call__(self, *, seed: int = 0, num_samples: Rows = 8) -> GenerationOutput:
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         tok = self.model.zoo_tokenizer

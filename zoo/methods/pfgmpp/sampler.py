@@ -10,13 +10,15 @@ radius, ``R = r sqrt(b / (1 - b))``, ``b ~ Beta(N/2, D/2)``), not ``sigma_max N(
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field, model_validator
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import Procedure, ProcedureParams, summarize
+from registry.limits import Bound, Rows
 from registry.outputs import ProcedureOutput
+from zoo.common.output import SamplesCli
 
 
 
@@ -70,7 +72,7 @@ class PFGMPPSampler(Procedure):
                 raise ValueError("sigma_min must be < sigma_max")
             return self
 
-    def __call__(self, *, seed: int = 0, num_samples: int = 256, x_T: torch.Tensor | None = None) -> SampleOutput:
+    def __call__(self, *, seed: int = 0, num_samples: Rows = 256, x_T: Annotated[torch.Tensor, Bound("rows")] | None = None) -> SampleOutput:
         model, p = self.models["teacher"], self.params
         if not hasattr(model, "denoise") or not hasattr(model, "prior"):
             raise ValueError("pfgmpp sampler: the teacher must expose denoise(x, sigma) and prior(n, sigma_max)")
@@ -85,3 +87,19 @@ class PFGMPPSampler(Procedure):
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"num_samples": batch_size}
+
+    CliInputs = SamplesCli
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """``zoo run pfgmpp --n 2000 --out samples.png``: sample, then score against the exact data law."""
+        from zoo.common.toys2d import samples_report
+
+        ci = inputs if inputs is not None else self.CliInputs()
+        out = self(seed=seed, num_samples=ci.n)
+        teacher, p = self.models["teacher"], self.params
+        head = f"PFGM++ Heun (D = {getattr(teacher, 'D', '?')}, {p.prior} prior, NFE {out.nfe}), {ci.n} samples"
+        lines = [head, summarize(out)]
+        gmm = getattr(teacher, "gmm", None)
+        if gmm is not None:
+            lines += samples_report(gmm, out.samples, seed, ci.out, title=head)
+        return "\n".join(lines)

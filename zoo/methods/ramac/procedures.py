@@ -4,13 +4,14 @@ Typed outputs: :class:`ActionOutput`, :class:`EvaluationOutput`, :class:`TrainOu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs
 from registry.contract import Procedure, ProcedureParams, private_copies
+from registry.limits import Bound, Rows
 from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 
@@ -60,14 +61,15 @@ class Act(Procedure):
         actor: ActorType = Field("diffusion", description="actor type: diffusion (RADAC) or flow (RAFMAC; role actor -> actor-rafmac)")
 
     class CliInputs(BaseCliInputs):
-        n: int = Field(8, ge=1, le=100_000, description="number of actions (bandit state 0)")
+        n: Rows = Field(8, description="number of actions (bandit state 0)")
 
     @property
     def actor(self) -> Any:
         return self.models[resolve_role(self.params.role, self.params.actor, self.models)]
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, states: torch.Tensor | None = None, noise: torch.Tensor | None = None, n: int = 2) -> ActionOutput:
+    def __call__(self, *, seed: int = 0, states: Annotated[torch.Tensor, Bound("rows")] | None = None,
+                 noise: Annotated[torch.Tensor, Bound("rows")] | None = None, n: Rows = 2) -> ActionOutput:
         actor = self.actor
         if states is None:
             states = torch.zeros(n if noise is None else noise.shape[0], actor.state_dim)

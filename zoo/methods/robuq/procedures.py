@@ -19,8 +19,10 @@ from typing import Any, Literal
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams, private_copies, transform
+from registry.contract import CliInputs, Procedure, ProcedureParams, private_copies, summarize, transform
+from registry.limits import Batch
 from registry.outputs import ImageOutput, ProcedureOutput
+from zoo.common.output import OutPath
 
 from .attention import attention_bits_of
 from .model import ADALN, allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, quant_modules, set_group_bits
@@ -182,7 +184,7 @@ class QuantDigitsSampler(Procedure):
         guidance_scale: float = Field(1.0, ge=0.0, le=20.0)
         per_class: int = Field(10, ge=1, le=10_000, description="samples per class when no labels are given")
 
-    def __call__(self, *, seed: int = 0, labels: Any = None, noise: Any = None, progress: bool = False) -> QuantSampleOutput:
+    def __call__(self, *, seed: int = 0, labels: Batch = None, noise: Batch = None, progress: bool = False) -> QuantSampleOutput:
         from zoo.common.digits import sample_digits
 
         p = self.params
@@ -204,6 +206,32 @@ class QuantDigitsSampler(Procedure):
     def output_rows(self, outputs: Any) -> list[Any]:
         return [QuantSampleOutput(samples=outputs.samples[i : i + 1], labels=outputs.labels[i : i + 1], bits=outputs.bits)
                 for i in range(outputs.samples.shape[0])]
+
+    class CliInputs(CliInputs):
+        per_class: int | None = Field(None, ge=1, le=10_000, description="samples per digit (default: the spec's per_class)")
+        out: OutPath | None = Field(None, description="PNG: one row of samples per digit (.png added when missing)")
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """``zoo run robuq --per-class 10 --out digits.png``: sample every digit, then the digits classifier's
+        accuracy on the conditioning labels and the PCA-20 Frechet distance to the test split."""
+        from zoo.common.digits import digits_classifier, frechet_distance, save_digit_grid
+
+        ci = inputs if inputs is not None else self.CliInputs()
+        run = self if ci.per_class is None else self.with_params(per_class=ci.per_class)
+        out = run(seed=seed, progress=True)
+        p = run.params
+        if out.bits is None:
+            bits = "full precision"
+        else:
+            values = list(out.bits.values()) if isinstance(out.bits, dict) else list(out.bits) if isinstance(out.bits, (list, tuple)) else [out.bits]
+            bits = f"activation bits {'/'.join(str(b) for b in sorted(set(values)))} over {len(values)} groups"
+        head = f"{p.role}: {out.samples.shape[0]} digits ({p.per_class} per class), DDIM-{p.num_inference_steps}, {bits}"
+        lines = [head, summarize(out),
+                 f"  digits-classifier accuracy on the conditioning labels: {digits_classifier().accuracy(out.samples, out.labels):.3f}",
+                 f"  Frechet distance (PCA-20) to the test split: {frechet_distance(out.samples):.3f}"]
+        if ci.out:
+            lines.append(f"  wrote {save_digit_grid(out.samples, out.labels, ci.out, per_class=min(p.per_class, 10), title=head)}")
+        return "\n".join(lines)
 
 
 def qat_finetune(model: Any, steps: int, lr: float, batch: int, seed: int = 0, progress: bool = False) -> list[float]:
@@ -280,7 +308,7 @@ class DiTLatentSampler(Procedure):
         guidance_scale: float = Field(4.0, ge=0.0, le=20.0)
         vae_scale: float = Field(0.18215, gt=0, le=10.0, description="SD-VAE latent scaling factor")
 
-    def __call__(self, *, seed: int = 0, class_labels: Any = (207, 360), progress: bool = False) -> ImageOutput:
+    def __call__(self, *, seed: int = 0, class_labels: Batch = (207, 360), progress: bool = False) -> ImageOutput:
         from zoo.common.digits import make_scheduler
         from zoo.common.scheduler_loop import run_scheduler_loop
 

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.limits import Bound
+
+# per-call inputs that override a parameter take the parameter's bounds
+Texts = Annotated[list[str], Bound("rows"), Bound("length", "longest")]
+Magnitudes = Annotated[list[float], Field(min_length=1, max_length=32)]
+Names = Annotated[list[str], Field(max_length=1024)]
+Tokens = Annotated[int, Field(ge=64, le=10_000_000)]
+NFeatures = Annotated[int, Field(ge=8, le=262_144)]
+TopK = Annotated[int, Field(ge=1, le=4096)]
 from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
 from zoo.common.activations import collect_activations
@@ -135,9 +144,10 @@ class FeatureDeathReport(Procedure):
             )
         return cache[key]
 
-    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
-                 max_tokens: int | None = None, n_features: int | None = None, k: int | None = None,
-                 layer: int | None = None, preprocessings: list[str] | None = None, progress: bool = False) -> FeatureDeathOutput:
+    def __call__(self, *, seed: int = 0, texts: Texts | None = None, magnitudes: Magnitudes | None = None,
+                 max_tokens: Tokens | None = None, n_features: NFeatures | None = None, k: TopK | None = None,
+                 layer: Annotated[int, Field(ge=0, le=128)] | None = None, preprocessings: Names | None = None,
+                 progress: bool = False) -> FeatureDeathOutput:
         p = self.params
         layer = p.layer if layer is None else layer
         max_tokens = p.max_tokens if max_tokens is None else max_tokens
@@ -252,9 +262,9 @@ class StreamSurvey(Procedure):
         net = getattr(net, "model", net)
         return bert_sublayer_streams(int(net.config.num_hidden_layers))
 
-    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, streams: list[str] | None = None,
-                 max_tokens: int | None = None, n_features: int | None = None, k: int | None = None,
-                 preprocessings: list[str] | None = None, use_cache: bool = True, progress: bool = False) -> StreamSurveyOutput:
+    def __call__(self, *, seed: int = 0, texts: Texts | None = None, streams: Names | None = None,
+                 max_tokens: Tokens | None = None, n_features: NFeatures | None = None, k: TopK | None = None,
+                 preprocessings: Names | None = None, use_cache: bool = True, progress: bool = False) -> StreamSurveyOutput:
         from scipy.stats import spearmanr
 
         p = self.params
@@ -409,9 +419,10 @@ class CentredTraining(Procedure):
         b_dec_inits: tuple[Literal["zeros", "mean", "geometric_median", "zeros+auxk"], ...] = Field(("zeros", "mean"), min_length=1, max_length=8)
         dec_init: Literal["uniform", "gaussian"] = Field("uniform", description="decoder init (see FeatureDeathReport)")
 
-    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, magnitudes: list[float] | None = None,
-                 steps: int | None = None, n_train: int | None = None, n_eval: int | None = None,
-                 n_features: int | None = None, k: int | None = None, b_dec_inits: list[str] | None = None,
+    def __call__(self, *, seed: int = 0, texts: Texts | None = None, magnitudes: Magnitudes | None = None,
+                 steps: Annotated[int, Field(ge=1, le=1_000_000)] | None = None, n_train: Tokens | None = None,
+                 n_eval: Tokens | None = None, n_features: NFeatures | None = None, k: TopK | None = None,
+                 b_dec_inits: Annotated[list[str], Field(min_length=1, max_length=8)] | None = None,
                  progress: bool = False) -> CentredTrainingOutput:
         p = self.params
         texts = texts if texts is not None else _default_texts(p.n_docs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -20,6 +20,7 @@ from pydantic import Field
 from registry.contract import CliInputs as BaseCliInputs
 from registry.contract import cached_artifact
 from registry.contract import Procedure, ProcedureParams
+from registry.limits import Bound
 from registry.outputs import ProcedureOutput
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
@@ -163,8 +164,9 @@ class SAETopicModel(Procedure):
         m[np.flatnonzero(valid), ts.atom_topic[valid]] = 1.0
         return theta @ m
 
-    def __call__(self, *, seed: int = 0, texts: list[str] | None = None, n_topics: int | None = None,
-                 epochs: int | None = None, top_words: int | None = None, merge: str | None = None,
+    def __call__(self, *, seed: int = 0, texts: Annotated[list[str], Bound("rows"), Bound("length", "longest")] | None = None,
+                 n_topics: Annotated[int, Field(ge=1, le=1000)] | None = None, epochs: Annotated[int, Field(ge=1, le=10_000)] | None = None,
+                 top_words: Annotated[int, Field(ge=1, le=1000)] | None = None, merge: Literal["paper", "repository"] | None = None,
                  progress: bool = False) -> TopicModelOutput:
         fit = self.fit(texts, seed=seed, epochs=epochs, progress=progress)
         n = self.params.n_topics if n_topics is None else n_topics

@@ -4,13 +4,15 @@ differing in which slots are condition and which are target; the router mixes th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from registry.contract import Procedure, ProcedureParams, seed_list
+from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list, summarize
+from registry.limits import Batch, Bound, Rows, Seeds
 from registry.outputs import ProcedureOutput, per_call
+from zoo.common.output import JsonPath, write_json
 
 from .dfm import dfm_sample
 from .world import COLOURS, LAYOUT, TOK, all_captions, all_scenes, caption_of, caption_tuple, encode, parse, render
@@ -109,8 +111,10 @@ class UniDFlowSampler(Procedure):
                 colours.append(COLOURS[next(c for c in range(4) if s is None or (c != s.bg and c != s.fg))])
         return [encode("edit", source=im, instr=TOK.stoi[c]) for im, c in zip(images, colours)]
 
-    def __call__(self, *, seed: int | Sequence[int] = 0, captions: Sequence[str] | None = None, images: Any = None, colours: Sequence[str] | None = None,
-                 scenes: Sequence[int] | None = None, num_samples: int | None = None) -> UniDFlowOutput:
+    def __call__(self, *, seed: Seeds = 0, captions: Annotated[Sequence[str], Bound("rows"), Bound("length", "longest")] | None = None,
+                 images: Batch = None, colours: Annotated[Sequence[str], Bound("rows")] | None = None,
+                 scenes: Annotated[Sequence[Annotated[int, Field(ge=0, le=2**31 - 1)]], Bound("rows")] | None = None,
+                 num_samples: Rows | None = None) -> UniDFlowOutput:
         p = self.params
         given = not (captions is None and images is None and scenes is None)
         if not given and num_samples is None and isinstance(seed, (list, tuple)):
@@ -171,6 +175,40 @@ class UniDFlowSampler(Procedure):
             return {"captions": [caption_text(caption_of_tuple(caps[i % len(caps)])) for i in range(start, stop)]}
         sc = all_scenes()
         return {"scenes": [(7 * i) % len(sc) for i in range(start, stop)]}
+
+    class CliInputs(CliInputs):
+        caption: str | None = Field(None, max_length=200, description="generate: a caption such as 'red s2 tl' (colour, size s1-s3, "
+                                    "corner tl/tr/bl/br), drawn n times; default: n captions of the world")
+        n: Rows = Field(8, description="rows to sample")
+        out: JsonPath | None = Field(None, description="JSON: every row's caption, grid and rule check (.json added when missing)")
+
+        @field_validator("caption")
+        @classmethod
+        def _caption(cls, v: str | None) -> str | None:
+            if v is not None:
+                parse_caption(v)  # a bad word is one --caption line, before anything runs
+            return v
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        """``zoo run unidflow --caption "red 2 tl" --n 4 --out rows.json``: one row per line (the condition, the
+        4x4 grid as colour initials, whether it passes the world's rule), the pass rate and the router's alpha."""
+        ci = inputs if inputs is not None else self.CliInputs()
+        if ci.caption is not None and self.params.task != "generate":
+            raise ValueError(f"--caption is for the generate task; this sampler runs {self.params.task}")
+        out = self(seed=seed, captions=[ci.caption] * ci.n) if ci.caption is not None else self(seed=seed, num_samples=ci.n)
+        task = self.params.task
+        head = f"{task}: {len(out.valid)} rows, {self.params.steps} DFM steps at temperature {self.params.temperature:g} ({self.params.model_role})"
+        rule = {"understand": "caption matches the image", "generate": "image faithful to the caption",
+                "edit": "the exact recoloured source"}[task]
+        lines = [head, summarize(out), f"  rows ({'condition' if task != 'understand' else 'caption'} -> grid, {rule}):"]
+        lines += [f"    {c:<16} {g}  {'ok' if v else 'WRONG'}" for c, g, v in zip(out.captions, out.grids, out.valid)]
+        lines.append(f"  passed: {sum(out.valid)} of {len(out.valid)}")
+        if out.alphas:
+            lines.append(f"  router alpha per step (1 = understanding adapter): {', '.join(f'{a:.2f}' for a in out.alphas)}")
+        if ci.out:
+            rows = [{"caption": c, "grid": g, "valid": v, "image": im} for c, g, v, im in zip(out.captions, out.grids, out.valid, out.images.tolist())]
+            lines.append(f"  wrote {write_json(ci.out, {'task': task, 'seed': seed, 'rows': rows, 'alphas': out.alphas})}")
+        return "\n".join(lines)
 
     def input_rows(self, inputs):
         n = len(inputs.get("captions") or inputs.get("images"))
