@@ -515,7 +515,7 @@ def test_bayes_placed_heads_keep_the_edit_mass_and_follow_the_exact_posterior():
 def test_bench_row_counts_are_one_line_usage_errors(capsys):
     """``zoo bench dplm-evo`` refuses a row count outside 1..5120 with one usage line naming the option (0 used to
     divide by zero deep in the start selection), and likewise a wild-type count below 2 (no standard error) and a
-    training-seed count outside 1..10."""
+    training-seed count outside 1..10, and an unknown network or family for the seed spread."""
     from zoo.methods.dplm_evo.benchmark import main
 
     for flag, bad, expected in (("--rows", "0", "1..5120"), ("--population-rows", "0", "1..5120"),
@@ -524,6 +524,11 @@ def test_bench_row_counts_are_one_line_usage_errors(capsys):
             main([flag, bad])
         err = capsys.readouterr().err.strip().splitlines()[-1]
         assert err == f"zoo bench dplm-evo: error: {flag}: expected {expected}, got {bad}"
+    for flag, bad in (("--seed-networks", "contextual,esm"), ("--seed-families", "pfam")):
+        with pytest.raises(SystemExit):
+            main([flag, bad])
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith(f"zoo bench dplm-evo: error: {flag}: expected a comma-separated subset of ") and err.endswith(f"got {bad!r}")
 
 
 def test_length_tv_noise_floor_is_the_sampling_noise_of_an_exact_sampler():

@@ -27,8 +27,8 @@ gaps as mean ± sd over seeds.
 
     zoo bench dplm-evo                      # the card's numbers (shipped networks)
     zoo bench dplm-evo --training-seeds 3   # ... and the training-seed spread of the scoring gaps (slow)
-    zoo bench dplm-evo --scoring-only --training-seeds 3 --seed-networks contextual,masked,masked-elbo
-                                            # the scoring section alone, the gap's arms retrained
+    zoo bench dplm-evo --scoring-only --training-seeds 3 --seed-families mutation-bias --seed-networks contextual,masked-elbo
+                                            # the scoring section alone, one family's gap arms retrained
     zoo bench dplm-evo --quick              # fewer rows per measurement
     python tools/bench_dplm_evo.py [options]
 """
@@ -80,10 +80,11 @@ NAMES = {"contextual": "DPLM-Evo (contextual kernel)", "uniform": "uniform kerne
 SCORED = tuple(NAMES)
 
 
-def scoring_section(pipe, res: dict, wild_types: int, training_seeds: int, seed_networks: list[str] | None = None) -> list[str]:
+def scoring_section(pipe, res: dict, wild_types: int, training_seeds: int, seed_networks: list[str] | None = None,
+                    seed_families: list[str] | None = None) -> list[str]:
     """The mutation-effect scoring tables of both toy families (:func:`.evaluation.scoring_report`, and
-    :func:`.evaluation.seed_spread` over ``seed_networks`` (default all) when ``training_seeds >= 2``); fills
-    ``res["scoring"]``, returns the lines."""
+    :func:`.evaluation.seed_spread` over ``seed_networks`` (default all) on ``seed_families`` (default both) when
+    ``training_seeds >= 2``); fills ``res["scoring"]``, returns the lines."""
     from .evaluation import ROLES, scoring_report, seed_spread
 
     lines, res["scoring"] = [], {}
@@ -104,7 +105,7 @@ def scoring_section(pipe, res: dict, wild_types: int, training_seeds: int, seed_
                      f"{rep['count_model']['mean']:.3f} ± {rep['count_model']['se']:.3f} |")
         lines.append("paired gaps, wt-marginal minus masked-marginal baseline (± paired SE): " + ", ".join(
             f"{k} {g['diff']:+.3f} ± {g['se']:.3f}" for k, g in rep["gaps"].items()))
-        if training_seeds >= 2:
+        if training_seeds >= 2 and (seed_families is None or fam_name in seed_families):
             sp = seed_spread(fam_name, training_seeds, wild_types, {n: pipe.models[r] for n, r in ROLES[fam_name].items()},
                              networks=seed_networks)
             res["scoring"][fam_name]["seeds"] = sp
@@ -167,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-networks", default=",".join(SCORED),
                     help="comma-separated networks retrained for --training-seeds (default all five: "
                          f"{','.join(SCORED)}); the gaps are those of the pairs listed")
+    ap.add_argument("--seed-families", default="conserved-core,mutation-bias",
+                    help="comma-separated toy families whose networks --training-seeds retrains (default both)")
     ap.add_argument("--scoring-only", action="store_true",
                     help="only the mutation-effect scoring section (both families), no sampling measurements or PNG")
     ap.add_argument("--seed", type=int, default=0)
@@ -181,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     seed_networks = [n.strip() for n in args.seed_networks.split(",") if n.strip()]
     if not seed_networks or any(n not in SCORED for n in seed_networks):
         ap.error(f"--seed-networks: expected a comma-separated subset of {','.join(SCORED)}, got {args.seed_networks!r}")
+    seed_families = [n.strip() for n in args.seed_families.split(",") if n.strip()]
+    if not seed_families or any(n not in ("conserved-core", "mutation-bias") for n in seed_families):
+        ap.error(f"--seed-families: expected a comma-separated subset of conserved-core,mutation-bias, got {args.seed_families!r}")
 
     import torch
 
@@ -191,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     pipe = zoo.load(args.spec, variant="toy", device="cpu")
     if args.scoring_only:
         res = {"wild_types": args.wild_types, "training_seeds": args.training_seeds, "seed_networks": seed_networks}
-        text = "\n".join(scoring_section(pipe, res, args.wild_types, args.training_seeds, seed_networks))
+        text = "\n".join(scoring_section(pipe, res, args.wild_types, args.training_seeds, seed_networks, seed_families))
         res["seconds"] = time.time() - t0
         print(text + f"\n({res['seconds']:.1f}s)")
         if args.json:
@@ -273,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                  "kernel): " + ", ".join(
                      f"{n.split(' (')[0]} {r['scoring_diagnostics']['agreement']:.3f} / {r['scoring_diagnostics']['letter_tv']:.3f}"
                      for n, r in res["rows"].items()))
-    lines += scoring_section(pipe, res, args.wild_types, args.training_seeds, seed_networks)
+    lines += scoring_section(pipe, res, args.wild_types, args.training_seeds, seed_networks, seed_families)
     from zoo.common.bench_output import write_outputs
 
     write_outputs(res, "\n".join(lines), plot, str(args.png.parent), args.png.name, str(args.json) if args.json else None)
