@@ -21,7 +21,8 @@ for reading ``--weights``. ``--ins-law uniform`` draws inserted residues from a 
 ``--evolve-rows`` starts (512, the bench's) for sampler seeds ``0 .. N − 1`` and prints the loop-indel rate
 (provenance, the spec metric) per seed and pooled over the seeds' net indels; with ``--bayes-placed`` it also
 runs each network with its edit mass placed by the family's exact law (``metrics.BayesPlacedEditHeads``), the
-control of what ideal heads reach in the same sampler.
+control of where ideal heads would put this network's edits in the same sampler (the network's own reference:
+its substitution head still decides the noisy set).
 """
 from __future__ import annotations
 

@@ -514,14 +514,21 @@ def test_bayes_placed_heads_keep_the_edit_mass_and_follow_the_exact_posterior():
 
 def test_bench_row_counts_are_one_line_usage_errors(capsys):
     """``zoo bench dplm-evo`` refuses a row count outside 1..5120 with one usage line naming the option (0 used to
-    divide by zero deep in the start selection)."""
+    divide by zero deep in the start selection), and likewise a wild-type count below 2 (no standard error) and a
+    training-seed count outside 1..10, and an unknown network or family for the seed spread."""
     from zoo.methods.dplm_evo.benchmark import main
 
-    for flag in ("--rows", "--population-rows"):
+    for flag, bad, expected in (("--rows", "0", "1..5120"), ("--population-rows", "0", "1..5120"),
+                                ("--wild-types", "1", "2..5120"), ("--training-seeds", "0", "1..10")):
         with pytest.raises(SystemExit):
-            main([flag, "0"])
+            main([flag, bad])
         err = capsys.readouterr().err.strip().splitlines()[-1]
-        assert err == f"zoo bench dplm-evo: error: {flag}: expected 1..5120, got 0"
+        assert err == f"zoo bench dplm-evo: error: {flag}: expected {expected}, got {bad}"
+    for flag, bad in (("--seed-networks", "contextual,esm"), ("--seed-families", "pfam")):
+        with pytest.raises(SystemExit):
+            main([flag, bad])
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith(f"zoo bench dplm-evo: error: {flag}: expected a comma-separated subset of ") and err.endswith(f"got {bad!r}")
 
 
 def test_length_tv_noise_floor_is_the_sampling_noise_of_an_exact_sampler():
@@ -696,7 +703,7 @@ def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
     """``tools/diag_dplm_evo_heads.py``'s ``train_one`` trains ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins =
     gamma_indel`` and ``gamma_sub`` unchanged: with ``gamma_indel = 0`` the del / ins heads get no gradient and stay
     at their initial weights (AdamW without weight decay) while the trunk moves; with 5 they move; the shipped
-    configs keep ``γ = 1`` (masked: 0 for the edit terms)."""
+    configs keep ``γ = 1`` (both masked baselines: 0 for the edit terms)."""
     from zoo.methods.dplm_evo.training import CONFIGS
 
     tool = _diag_heads_tool()
@@ -710,7 +717,8 @@ def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
     assert (cfg5.gamma_del, cfg5.gamma_ins, cfg5.t_proposal) == (5.0, 5.0, "uniform")
     assert tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, t_proposal="square")[1].t_proposal == "square"
     assert all(not torch.equal(net5.state_dict()[k], init[k]) for k in heads)
-    assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if n != "masked")
+    assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if not n.startswith("masked"))
+    assert all((CONFIGS[n].gamma_del, CONFIGS[n].gamma_ins) == (0.0, 0.0) for n in ("masked", "masked-elbo"))
     with pytest.raises(SystemExit):
         tool.main(["--gamma-indel", "200"])
 
@@ -813,3 +821,203 @@ def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path
     for bad in (["--hidden", "4000"], ["--hidden", "100", "--heads", "3"], ["--layers", "0"], ["--steps", "0"]):
         with pytest.raises(SystemExit):
             tool.main(["--train", "uniform", *bad])
+
+
+def _garp_fraction(seqs) -> float:
+    from zoo.methods.dplm_evo.family import GC_RICH
+
+    return float(np.mean([np.mean([AA[v] in GC_RICH for v in s]) for s in seqs]))
+
+
+def _law_garp_fraction(fam) -> float:
+    """The exact expected fraction of G, A, R, P residues of a draw from ``fam``'s law (length law × site laws)."""
+    from zoo.methods.dplm_evo.family import GC_RICH
+
+    garp = np.array([a in GC_RICH for a in AA])
+    return float(sum(p * np.exp(fam.law_site_log_probs(n))[:, garp].sum(1).mean() for n, p in fam.law_length_probs().items()))
+
+
+def _chain_states(evolve, fam, seed: int, chains: int = 4, burn: int = 150, keep: int = 400, thin: int = 10) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for c in range(chains):
+        x = list(fam.held_out[c])
+        for k in range(burn + keep):
+            x = evolve(rng, fam, x, thin)
+            if k >= burn:
+                out.append(tuple(x))
+    return out
+
+
+def test_mutation_bias_family_evolves_to_its_law_not_to_exp_f():
+    """The mutation-bias family's Metropolis chain (``family._evolve``: proposals from the composition ``μ``,
+    acceptance on ``f`` alone) leaves ``exp f · Π K μ(x_i)`` invariant: its states carry the GC-rich letters
+    (G, A, R, P) at that law's exact expected frequency (from ``law_length_probs`` and ``law_site_log_probs``),
+    which direct draws from the law (``fresh_wild_types``) also match, not at the conserved-core law's (``∝ exp f``;
+    0.413 vs 0.271; chains of 4 × 5,500 moves give 0.402 – 0.415 over seeds 0 – 5). Negative control: a chain that
+    Hastings-corrects the biased proposal (``log μ_a − log μ_b``), i.e. targets ``exp f`` — the bias undone —
+    fails the same bound. Deterministic (fixed seeds)."""
+    from zoo.methods.dplm_evo.family import K, _evolve, fresh_wild_types, named_family
+
+    fam = named_family("mutation-bias")
+    law, exp_f = _law_garp_fraction(fam), _law_garp_fraction(family())
+    assert law - exp_f > 0.1  # the bias moves the composition
+    assert abs(_garp_fraction(fresh_wild_types(fam, 1000)) - law) < 0.015  # direct draws (SE ~0.005)
+    assert abs(_garp_fraction(_chain_states(_evolve, fam, 0)) - law) < 0.03
+
+    def corrected(rng, fam, x, moves):  # planted: Hastings-corrects the bias, so its target is exp f
+        mu = np.exp(fam.log_mu)
+        f = fam.fitness(x)
+        for _ in range(moves):
+            y, i = list(x), int(rng.integers(len(x)))
+            y[i] = int(rng.choice(K, p=mu))
+            g = fam.fitness(y)
+            if np.isfinite(g) and np.log(rng.random()) < g - f + np.log(mu[x[i]]) - np.log(mu[y[i]]):
+                x, f = y, g
+        return x
+
+    assert abs(_garp_fraction(_chain_states(corrected, fam, 0)) - law) > 0.08
+    from zoo.methods.dplm_evo.metrics import bayes_indel_loop_share
+
+    with pytest.raises(ValueError, match="proportional to exp"):  # closed forms that read the law as exp f refuse it
+        bayes_indel_loop_share(fam.train[:2], fam)
+
+
+def test_conserved_core_family_is_unchanged_by_the_bias_option():
+    """``family()`` (no bias) is bit for bit the family the shipped networks were trained on: the digest of its
+    members and held-out wild types before the mutation-bias option existed; its law is ``exp f`` (the law's site
+    conditionals are the fitness factors) while the mutation-bias family shares the landscape but not the law."""
+    import hashlib
+
+    from zoo.methods.dplm_evo.family import named_family
+
+    fam = family()
+    digest = hashlib.sha256(repr((fam.train, fam.held_out)).encode()).hexdigest()
+    assert digest == "b19e3c763d46e3d93f1b423771154d3b3ccd881c0722d116260676482bbadc2e"
+    assert fam.log_mu is None and np.array_equal(fam.law_site_log_probs(12), fam.site_log_probs(12))
+    mb = named_family("mutation-bias")
+    assert np.array_equal(mb.log_pwm, fam.log_pwm) and np.array_equal(mb.log_loop, fam.log_loop)
+    law = mb.law_site_log_probs(12)
+    assert np.allclose(np.exp(law).sum(1), 1.0) and not np.allclose(law, fam.site_log_probs(12), atol=0.1)
+    assert np.allclose(law - law.max(1, keepdims=True),
+                       (fam.site_log_probs(12) + mb.log_mu) - (fam.site_log_probs(12) + mb.log_mu).max(1, keepdims=True))
+
+
+def test_fresh_wild_types_are_a_prefix_stable_stream_of_their_own():
+    from zoo.methods.dplm_evo.family import fresh_wild_types
+
+    fam = family()
+    a, b = fresh_wild_types(fam, 64), fresh_wild_types(fam, 256)
+    assert a == b[:64] and len(set(b)) > 200
+    assert not set(fam.held_out) & set(b[:8]) and b[:8] != fam.held_out
+    with pytest.raises(ValueError, match="n: expected 1..100000"):
+        fresh_wild_types(fam, 0)
+
+
+def test_bayes_wt_marginal_heads_are_the_oracle_scorings():
+    """The Bayes limits of :mod:`evaluation` against the forward kernel itself: a fully noised residue slot shows
+    letter ``a`` from source ``b`` with ``Q[b, a]`` (``noise.one_site_matrix`` at ``ᾱ = 0``), so the Bayes head
+    trained on noised slots is ``p(b | a) ∝ p_law(b) Q[b, a]``. Under the uniform kernel and under a
+    source-independent kernel (every row the same law: the contextual kernel's draw is the network's masked
+    prediction, whatever the source) its scores equal the masked conditional's (oracle ``law``); under BLOSUM62
+    they equal oracle ``blosum62``. Negative control: the transposed BLOSUM62 kernel (``T(b | a)`` for
+    ``T(a | b)``) gives other scores."""
+    from zoo.methods.dplm_evo.alphabet import K, blosum_kernel, uniform_kernel
+    from zoo.methods.dplm_evo.evaluation import oracle_log_probs
+    from zoo.methods.dplm_evo.family import fresh_wild_types, named_family
+    from zoo.methods.dplm_evo.noise import Knobs, one_site_matrix
+
+    fam = named_family("mutation-bias")
+    wt = fresh_wild_types(fam, 1)[0]
+    law = fam.law_site_log_probs(len(wt))
+    g = torch.Generator().manual_seed(0)
+    context = torch.softmax(torch.randn(K, generator=g, dtype=torch.float64), 0)  # one row for every source
+
+    def bayes_scores(t_sub: torch.Tensor) -> np.ndarray:
+        q = one_site_matrix(0.0, Knobs(), t_sub, torch.full((K,), 1.0 / K))[:K, :K].numpy()
+        post = np.stack([law[i] + np.log(q[:, a]) for i, a in enumerate(wt)])
+        return post - post[np.arange(len(wt)), list(wt)][:, None]
+
+    def oracle_scores(kind: str) -> np.ndarray:
+        lp = oracle_log_probs(fam, wt, kind)
+        return lp - lp[np.arange(len(wt)), list(wt)][:, None]
+
+    for t_sub in (uniform_kernel(), context[None, :].expand(K, K)):
+        assert np.allclose(bayes_scores(t_sub), oracle_scores("law"), atol=1e-9)
+    assert np.allclose(bayes_scores(blosum_kernel()), oracle_scores("blosum62"), atol=1e-9)
+    assert not np.allclose(bayes_scores(blosum_kernel().T.contiguous()), oracle_scores("blosum62"), atol=1e-3)
+
+
+def test_batched_marginals_equal_the_per_wild_type_scorings():
+    """``scoring.marginals`` (all wild types in one padded forward) gives each wild type's ``wt_marginal`` /
+    ``masked_marginal`` up to float rounding, for rows of different lengths; an unknown scoring is one line."""
+    from zoo.methods.dplm_evo.family import fresh_wild_types
+    from zoo.methods.dplm_evo.scoring import marginals, masked_marginal, wt_marginal
+
+    net = build_toy()
+    wts = fresh_wild_types(family(), 12)
+    assert len({len(w) for w in wts}) > 1
+    for scoring, single in (("wt-marginal", wt_marginal), ("masked-marginal", masked_marginal)):
+        for w, lp in zip(wts, marginals(net, wts, scoring)):
+            assert lp.shape == (len(w), 20) and torch.allclose(lp, single(net, w), atol=1e-5)
+    with pytest.raises(ValueError, match="scoring: expected"):
+        marginals(net, wts, "pseudo-likelihood")
+
+
+def test_masked_elbo_baseline_differs_from_the_constant_weight_one_in_the_weight_only():
+    """The two masked baselines: ``masked`` keeps DPLM's constant weight, ``masked-elbo`` takes DPLM-Evo's ELBO
+    weight and is otherwise the same recipe and training seed, so against the DPLM-Evo networks (``elbo``) it
+    differs in the kernel only."""
+    from zoo.methods.dplm_evo.training import CONFIGS, SEEDS, training_seed
+
+    assert dataclasses.replace(CONFIGS["masked"], weighting="elbo") == CONFIGS["masked-elbo"]
+    assert CONFIGS["masked"].weighting == "none"
+    assert {CONFIGS[n].weighting for n in ("contextual", "uniform", "blosum62", "masked-elbo")} == {"elbo"}
+    assert SEEDS["masked"] == SEEDS["masked-elbo"] and training_seed("contextual", 2) == 20
+    with pytest.raises(ValueError, match="network: expected one of"):
+        training_seed("esm", 0)
+
+
+def test_seed_spread_pairs_each_replicate_and_reuses_the_shipped_networks(monkeypatch, tmp_path):
+    """``evaluation.seed_spread``: replicate 0 scores the networks it is given, later replicates train
+    ``training_seed(name, r)`` (stubbed here with random-initialised toy networks of distinct seeds) once and are
+    then read from the replicate cache, and each gap is the per-replicate paired difference of the DPLM-Evo
+    kernel's wild-type marginal and the baseline's masked marginal on the same wild types, with mean and sample sd
+    over replicates. A foreign file under a replicate's cache key is a one-line error naming it (strict load)."""
+    from safetensors.torch import save_file
+
+    from registry.artifacts import artifact_path
+    from zoo.methods.dplm_evo import evaluation, training
+    from zoo.methods.dplm_evo.family import named_family
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    trained = []
+
+    def stub(name, family_name, replicate, show_progress=True):
+        trained.append((name, family_name, replicate))
+        config = build_toy().config  # build_toy seeds torch with 0: take its config first
+        torch.manual_seed(training.training_seed(name, replicate))
+        return DPLMEvoNet(config).eval(), []
+
+    monkeypatch.setattr(training, "train_named", stub)
+    shipped = {n: stub(n, "x", 0)[0] for n in evaluation.SCORED_NETWORKS}
+    trained.clear()
+    out = evaluation.seed_spread("mutation-bias", 2, wild_types=8, shipped=shipped, show_progress=False)
+    assert trained == [(n, "mutation-bias", 1) for n in evaluation.SCORED_NETWORKS]
+    fam = named_family("mutation-bias")
+    wts = evaluation.wild_types_of(fam, 8)
+    a = evaluation.spearman_per_wt(shipped["contextual"], "wt-marginal", fam, wts)
+    b = evaluation.spearman_per_wt(shipped["masked-elbo"], "masked-marginal", fam, wts)
+    g = out["gaps"]["contextual - masked-elbo"]
+    assert abs(g["per_replicate"][0] - float((a - b).mean())) < 1e-12
+    assert g["per_replicate"][0] != g["per_replicate"][1]  # replicate 1 is another network
+    assert abs(g["mean"] - np.mean(g["per_replicate"])) < 1e-12 and abs(g["sd"] - np.std(g["per_replicate"], ddof=1)) < 1e-12
+    assert out["networks"]["contextual"]["wt-marginal"]["per_replicate"][0] == pytest.approx(float(a.mean()))
+    trained.clear()
+    again = evaluation.seed_spread("mutation-bias", 2, wild_types=8, shipped=shipped, show_progress=False)
+    assert trained == [] and again["gaps"] == out["gaps"]  # read back from the cache, bit for bit
+    path = artifact_path(training.replicate_key("uniform", "mutation-bias", 1), "safetensors", "dplm-evo")
+    save_file({"w": torch.zeros(2)}, str(path))
+    with pytest.raises(ValueError, match=r"not a uniform replicate of the toy network .*delete it to retrain") as e:
+        training.trained_replicate("uniform", "mutation-bias", 1, show_progress=False)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)

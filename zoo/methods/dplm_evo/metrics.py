@@ -1,11 +1,12 @@
 """Metric checks ``fn(pipeline, ...) -> float`` on the toy variants, shared with ``zoo bench dplm-evo``.
 
-* mutation-effect Spearman: every single substitution of the family's held-out wild types (never trained on),
-  model score vs the exact ``Δf`` of the landscape (:mod:`.family`), mean over wild types;
+* mutation-effect Spearman: every single substitution of 256 fresh wild types drawn from the family's law
+  (:mod:`.evaluation`), model score vs the exact ``Δf`` of the landscape (:mod:`.family`), mean over wild types;
+  on either toy family (``family="conserved-core"`` or ``"mutation-bias"``);
 * loop-indel rate: of the indels of simulated-evolution outputs relative to their start rows (family members;
   read from the recorded trajectories, :func:`provenance_indels`), the fraction placed in the loop (``LEFT <= index < length −
-  RIGHT`` for a deletion, gap ``LEFT .. length − RIGHT`` for an insertion); :func:`bayes_indel_loop_share` is the
-  ceiling that Bayes-optimal edit heads would reach on the same rows;
+  RIGHT`` for a deletion, gap ``LEFT .. length − RIGHT`` for an insertion); :func:`bayes_indel_loop_share` is where
+  Bayes-optimal edit heads would put their mass on the same clean rows (a per-sample diagnostic, not a bound);
 * post-editing fitness gain: start from low-fitness variants (3 random core sites of a held-out wild type
   replaced by uniform residues), run the post-edit sampler, ``f(end) − f(start)``; mean with a 95 % normal CI.
 All draws are seeded, so every number is reproducible.
@@ -27,8 +28,8 @@ from .family import LEFT, RIGHT, family
 from .model import MASK
 from .scoring import masked_marginal, mutant_scores, single_mutant_table, spearman, wt_marginal
 
-__all__ = ["mutation_spearman", "spearman_margin", "loop_indel_rate", "post_edit_gain", "de_novo_length_tv", "low_fitness_starts",
-           "indel_events", "independent_rows", "provenance_indels", "net_indels", "net_indels_traceback", "indel_posterior", "IndelPosterior",
+__all__ = ["mutation_spearman", "spearman_margin", "oracle_mutation_spearman", "loop_indel_rate", "post_edit_gain",
+           "de_novo_length_tv", "low_fitness_starts", "indel_events", "independent_rows", "provenance_indels", "net_indels", "net_indels_traceback", "indel_posterior", "IndelPosterior",
            "bayes_indel_loop_share", "head_indel_loop_share", "indel_label_loop_share", "scoring_diagnostics",
            "ConstantEditHeads", "BayesPlacedEditHeads", "log_marginal", "length_tv_noise_floor"]
 
@@ -37,15 +38,16 @@ def _memo(pipeline: Any, key: tuple, fn):
     return pipeline.memo(key, fn) if hasattr(pipeline, "memo") else fn()
 
 
-def spearman_of(net, scoring: str = "wt-marginal") -> dict[str, float]:
-    """Mean (and per-wild-type) Spearman of ``scoring`` ∈ {wt-marginal, masked-marginal} over the held-out wts."""
-    fam = family()
-    per = []
-    for wt in fam.held_out:
-        lp = wt_marginal(net, wt) if scoring == "wt-marginal" else masked_marginal(net, wt)
-        idx, truth = single_mutant_table(wt, fam.site_log_probs(len(wt)))
-        per.append(spearman(mutant_scores(lp, wt).numpy().ravel()[idx], truth))
-    return {"mean": float(np.mean(per)), "min": float(np.min(per)), "per_wt": per}
+def spearman_of(net, scoring: str = "wt-marginal", family_name: str = "conserved-core",
+                wild_types: int | str = 256) -> dict:
+    """Mean, standard error, minimum and per-wild-type Spearman of ``scoring`` ∈ {wt-marginal, masked-marginal}
+    over ``wild_types`` fresh wild types of the toy family ``family_name`` (``"held-out"``: its 8 held-out wild
+    types, the first version's set; :func:`.evaluation.wild_types_of`)."""
+    from .evaluation import spearman_per_wt, summarize, wild_types_of
+    from .family import named_family
+
+    fam = named_family(family_name)
+    return summarize(spearman_per_wt(net, scoring, fam, wild_types_of(fam, wild_types)))
 
 
 def scoring_diagnostics(net) -> dict[str, float]:
@@ -57,9 +59,10 @@ def scoring_diagnostics(net) -> dict[str, float]:
     the site and reads the network's prediction (arXiv 2605.00182, Sec. "contextualised kernel") — the ``T_sub``
     factor is constant in ``b``, so the Bayes-optimal head ignores the letter it is shown and returns
     ``p(b | context)``: the quantity the masked marginal reads. BLOSUM62's ``T(a | b)`` does depend on ``b``.
-    Returns, averaged over the held-out wild types: the Spearman between the net's wt-marginal and masked-marginal
-    single-mutant scores (``agreement``), and the mean total variation of the head's distribution at a site across
-    the 20 letters shown there, from its mean (``letter_tv``; 0 = the head ignores the shown letter)."""
+    Returns, averaged over the conserved-core family's 8 held-out wild types: the Spearman between the net's
+    wt-marginal and masked-marginal single-mutant scores (``agreement``), and the mean total variation of the
+    head's distribution at a site across the 20 letters shown there, from its mean (``letter_tv``; 0 = the head
+    ignores the shown letter)."""
     import torch
 
     from .scoring import _logp
@@ -284,10 +287,18 @@ class ConstantEditHeads(torch.nn.Module):
         return sub, torch.full_like(dl, self.logit), torch.full_like(il, self.logit)
 
 
+def _law_is_exp_f(fam) -> None:
+    """The Bayes-placement closed forms below read the law as ``∝ exp f``: true of the conserved-core family only."""
+    if fam.log_mu is not None:
+        raise ValueError("this closed form assumes the family's law is proportional to exp(f): the conserved-core "
+                         "family, not the mutation-bias one")
+
+
 def log_marginal(fam, x: list[int]) -> float:
     """``log Σ exp f`` over the letters of the masked sites of ``x`` (``MASK`` entries): ``f`` factorises over the
     positions of a given length and every row of :meth:`.family.Family.site_log_probs` sums to one, so a masked
     site contributes 0; ``-inf`` for a length outside the family's."""
+    _law_is_exp_f(fam)
     loop = len(x) - LEFT - RIGHT
     if loop not in fam.log_len:
         return float("-inf")
@@ -300,12 +311,14 @@ class BayesPlacedEditHeads(torch.nn.Module):
     total ``Σ_k p_del(k)`` (and ``Σ_g p_ins(g)``) is spread over the tokens (gaps) in proportion to the
     single-event posterior of :func:`bayes_indel_loop_share`, with masks summed out (:func:`log_marginal`):
     ``p_del(k) ∝ exp f(x without k)`` and ``p_ins(g) ∝ Σ_b exp f(x with b at g) = exp f(x with a mask at g)``.
-    The substitution head is ``net``'s. The control that asks where ideal heads would put the trained heads'
+    The substitution head is ``net``'s, and it decides the noisy set, so the rate this control reaches is ``net``'s
+    own reference, not a bound on other models. The control that asks where ideal heads would put the trained heads'
     edits, with the sampler unchanged."""
 
     def __init__(self, net: torch.nn.Module, fam=None):
         super().__init__()
         self.net, self.fam = net, fam or family()
+        _law_is_exp_f(self.fam)
 
     @staticmethod
     def _place(total: float, log_w: list[float]) -> torch.Tensor:
@@ -385,14 +398,16 @@ def _loop_shares(per_row, levels: bool = False) -> dict[str, float]:
 
 
 def bayes_indel_loop_share(starts: list, fam=None) -> dict[str, float]:
-    """How much of the *Bayes-optimal* indel posterior on clean rows lies in the loop: the ceiling of any sampler
-    whose edit heads are a model of the data law. The family's law is exactly ``p(x) ∝ exp f(x)`` (roots are drawn
-    from the PWM / loop / length factors of ``f`` and the Metropolis–Hastings moves leave ``exp f`` invariant), so
+    """How much of the *Bayes-optimal* indel posterior on clean rows lies in the loop (a per-sample diagnostic of
+    these rows, not a bound on a sampler's rate: the evolve loop edits re-noised rows, see the card). The
+    conserved-core family's law is exactly ``p(x) ∝ exp f(x)`` (roots are drawn from the PWM / loop / length
+    factors of ``f`` and the Metropolis–Hastings moves leave ``exp f`` invariant), so
     the single-event posteriors of the heads on a clean row ``x`` are closed forms (uniform insertion law):
     ``p_del(k) ∝ exp f(x without k) / 20`` (token ``k`` was a noise insertion) and
     ``p_ins(g) ∝ Σ_b exp f(x with b at gap g)`` (a residue was deleted from gap ``g``). Returns the loop shares of
     the summed deletion and insertion posterior mass over ``starts`` (index lists), and their mean."""
     fam = fam or family()
+    _law_is_exp_f(fam)
 
     def rows():
         for x in starts:
@@ -490,10 +505,28 @@ def post_edit_gain_of(sampler, n: int = 64, seed: int = 0) -> dict[str, float]:
 
 
 @metric_check
-def mutation_spearman(pipeline: Any, scoring: str = "wt-marginal", role: str = "net") -> float:
-    """Mean Spearman (over the held-out wild types) between ``scoring`` scores and the exact ``Δf``."""
+def mutation_spearman(pipeline: Any, scoring: str = "wt-marginal", role: str = "net", family: str = "conserved-core",
+                      wild_types: int = 256) -> float:
+    """Mean Spearman (over ``wild_types`` fresh wild types of the toy ``family``) between ``scoring`` scores of
+    role ``role`` and the exact ``Δf``."""
     net = pipeline.models[role]
-    return _memo(pipeline, ("dplm_evo.spearman", scoring, role), lambda: spearman_of(net, scoring))["mean"]
+    return _memo(pipeline, ("dplm_evo.spearman", scoring, role, family, wild_types),
+                 lambda: spearman_of(net, scoring, family, wild_types))["mean"]
+
+
+@metric_check
+def oracle_mutation_spearman(pipeline: Any, kind: str = "law", family: str = "conserved-core", wild_types: int = 256) -> float:
+    """Mean Spearman of a Bayes-limit scoring (:func:`.evaluation.oracle_log_probs`: ``law`` = the exact masked
+    conditional, also the Bayes wild-type marginal of the uniform and contextual kernels; ``blosum62`` = the
+    BLOSUM62 kernel's Bayes wild-type marginal) with ``Δf`` over ``wild_types`` fresh wild types of ``family``.
+    Needs no network (``pipeline`` is unused): what each scoring rule reaches on the toy in the Bayes limit."""
+    from .evaluation import ORACLES, oracle_spearman, wild_types_of
+    from .family import named_family
+
+    if kind not in ORACLES:
+        raise ValueError(f"kind: expected one of {ORACLES}, got {kind!r}")
+    fam = named_family(family)
+    return oracle_spearman(fam, wild_types_of(fam, wild_types))[kind]["mean"]
 
 
 _LOOP_COUNTS = {"co-optimal": "rate", "traceback": "rate_traceback", "fewest-indels": "rate_fewest_indels",
@@ -560,8 +593,9 @@ def post_edit_gain(pipeline: Any, sampler: str = "post-edit", n: int = 64, seed:
 
 
 @metric_check
-def spearman_margin(pipeline: Any, role: str = "net", baseline_role: str = "net_masked") -> float:
-    """DPLM-Evo's wild-type-marginal Spearman minus the masked baseline's masked-marginal Spearman, in one run
-    (the paper's claim: >= 0)."""
-    evo = mutation_spearman(pipeline, "wt-marginal", role)
-    return evo - mutation_spearman(pipeline, "masked-marginal", baseline_role)
+def spearman_margin(pipeline: Any, role: str = "net", baseline_role: str = "net_masked", family: str = "conserved-core",
+                    wild_types: int = 256) -> float:
+    """DPLM-Evo's wild-type-marginal Spearman minus the masked baseline's masked-marginal Spearman on the same
+    ``wild_types`` fresh wild types of ``family``, in one run (the paper's claim: >= 0)."""
+    evo = mutation_spearman(pipeline, "wt-marginal", role, family, wild_types)
+    return evo - mutation_spearman(pipeline, "masked-marginal", baseline_role, family, wild_types)

@@ -25,9 +25,12 @@ differ" widened to every noised residue slot, masks included]; insertion count p
 residues that are ``φ`` in ``z_t`` inside the gap (:func:`zoo.common.varlen.gap_counts`), the binary head's
 target being ``count > 0`` (BCE, the paper's fix of the multinomial indel loss).
 
-**Loss** ``Σ_k λ (γ_sub CE + γ_del BCE + γ_ins BCE) / normalizer`` with DPLM's ``constant`` weighting ``λ = 1``
-[recon: the γ values are unpublished]; in the degenerate setting its substitution part is
-:func:`zoo.common.masked_dlm.masked_diffusion_loss` with ``weighting="none"``.
+**Loss** ``Σ_k λ_t (γ_sub CE + γ_del BCE + γ_ins BCE) / normalizer`` (:func:`edit_loss`) with the diffusion ELBO
+weight ``λ_t = 1/t`` of the note's loss (``weighting="elbo"``, the training default of every DPLM-Evo network,
+:mod:`.training`) or a constant ``λ = 1`` (``weighting="none"``: DPLM's public-code default, kept by the
+``dplm-masked`` baseline; ``masked-elbo`` is the same baseline with the ELBO weight) [recon: the γ values are
+unpublished]; in the degenerate setting its substitution part is
+:func:`zoo.common.masked_dlm.masked_diffusion_loss` with the same ``weighting``.
 """
 from __future__ import annotations
 

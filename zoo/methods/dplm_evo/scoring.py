@@ -13,7 +13,7 @@ import torch
 from .alphabet import K
 from .model import MASK
 
-__all__ = ["wt_marginal", "masked_marginal", "mutant_scores", "spearman"]
+__all__ = ["wt_marginal", "masked_marginal", "marginals", "mutant_scores", "spearman"]
 
 
 def _logp(net, rows: torch.Tensor) -> torch.Tensor:
@@ -34,6 +34,43 @@ def masked_marginal(net, wt) -> torch.Tensor:
     rows[torch.arange(len(x)), torch.arange(len(x))] = MASK
     lp = _logp(net, rows)
     return lp[torch.arange(len(x)), torch.arange(len(x))]
+
+
+def marginals(net, wts, scoring: str) -> list[torch.Tensor]:
+    """``[L_w, 20]`` log-probabilities of every wild type in ``wts`` under ``scoring`` (``"wt-marginal"``: one
+    unmasked row per wild type; ``"masked-marginal"``: one row per site, that site masked), all rows in one
+    right-padded forward. Equal to :func:`wt_marginal` / :func:`masked_marginal` per wild type up to float
+    rounding (padding is masked out of attention)."""
+    if scoring not in ("wt-marginal", "masked-marginal"):
+        raise ValueError(f"scoring: expected 'wt-marginal' or 'masked-marginal', got {scoring!r}")
+    from zoo.common.varlen import pad_rows
+
+    from .model import PAD
+
+    xs = [torch.as_tensor(w, dtype=torch.long) for w in wts]
+    rows, owner, site = [], [], []
+    for j, x in enumerate(xs):
+        if scoring == "wt-marginal":
+            rows.append(x)
+            owner.append(j)
+            site.append(-1)
+            continue
+        for i in range(len(x)):
+            r = x.clone()
+            r[i] = MASK
+            rows.append(r)
+            owner.append(j)
+            site.append(i)
+    tok, lengths = pad_rows(rows, PAD)
+    with torch.no_grad():
+        sub, _, _ = net(tok, lengths)
+    lp = torch.log_softmax(sub.double(), -1)
+    if scoring == "wt-marginal":
+        return [lp[j, : len(x)] for j, x in enumerate(xs)]
+    out = [torch.empty(len(x), K, dtype=torch.float64) for x in xs]
+    for r, (j, i) in enumerate(zip(owner, site)):
+        out[j][i] = lp[r, i]
+    return out
 
 
 def mutant_scores(logp: torch.Tensor, wt) -> torch.Tensor:
