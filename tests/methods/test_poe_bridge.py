@@ -178,3 +178,54 @@ def test_toy_equal_variant_answers_additions():
     out = pipe(["347+285=", "999+1"], seed=0)
     assert [t.split(">")[-1] for t in out.texts] == ["0632", "1000"]
     assert out.stats[0]["ar_forwards"] < out.stats[0]["new_tokens"]
+
+
+# ----------------------------------------------------------------------------- speed measurement (issue 40 item 2)
+def test_forward_costs_count_cpu_time_not_time_off_the_cpu(toy_pipe):
+    """The benchmark's cost per forward is thread-CPU time: a DLM whose forward also waits 30 ms off the CPU
+    (what a loaded machine does to wall clock) keeps its cost, while its wall clock shows the wait. With wall
+    medians (the cost line before issue 40) the waiting DLM would cost > 30 ms."""
+    import time
+
+    from zoo.methods.poe_bridge.speed import Stopwatch, forward_costs
+
+    dlm = toy_pipe.models["proposal"]
+    plain = forward_costs(toy_pipe.models, (1, 4), reps=3)
+    assert plain["clock"] == "thread-cpu" and plain["answer_region"] == 40
+    assert set(plain) >= {"dlm_forward_ms", "verify_k1_ms", "verify_k4_ms", "ar_step_ms"}
+    orig = dlm.forward
+    try:
+        dlm.forward = lambda *a, **k: (time.sleep(0.03), orig(*a, **k))[1]
+        waiting = forward_costs(toy_pipe.models, (1,), reps=3)
+        with Stopwatch() as sw:
+            dlm(torch.tensor([[1, 4, 5]]))
+    finally:
+        del dlm.forward
+    assert waiting["dlm_forward_ms"] < 15 and sw.wall >= 0.03 > sw.cpu
+
+
+def test_cost_model_and_speed_summary_arithmetic():
+    """cost_model_s charges DLM forwards at the DLM cost and AR forwards at the row's own kind (a K-lane
+    verify or a decode step); speed_summary reports K = 1 and K = 4 against 2-token/step DLM decoding."""
+    from zoo.methods.poe_bridge.benchmark import speed_summary
+    from zoo.methods.poe_bridge.speed import cost_model_s, verify_key
+
+    costs = {"dlm_forward_ms": 2.0, "verify_k1_ms": 1.0, "verify_k4_ms": 3.0, "ar_step_ms": 0.5}
+    assert verify_key(4) == "verify_k4_ms"
+    assert cost_model_s({"dlm_forwards": 2.0, "ar_forwards": 3.0}, costs, "verify_k4_ms", 10) == pytest.approx(0.13)
+    assert cost_model_s({"dlm_forwards": 20.0, "ar_forwards": 0.0}, costs, None, 10) == pytest.approx(0.4)
+
+    def row(method, dlm, ar, key, cpu):
+        r = {"method": method, "dlm_forwards": dlm, "ar_forwards": ar, "tokens": 33.0, "cpu_s": cpu}
+        r["model_s"] = cost_model_s(r, costs, key, 10)
+        r.update(tokens_per_s=330 / cpu, tokens_per_cpu_s=330 / cpu, tokens_per_model_s=330 / r["model_s"])
+        return r
+
+    rows = [row("DLM decoding (entropy, 2 tok/step)", 20, 0, None, 0.8),
+            row("PoE-Bridge K=1 (no IS)", 2, 2, "verify_k1_ms", 0.1),
+            row("PoE-Bridge K=4 multinomial_exact (paper)", 2, 2, "verify_k4_ms", 0.2)]
+    k1, k4 = speed_summary(rows, costs, 32)
+    assert k1["row"].startswith("K=1") and k4["row"].startswith("K=4")
+    assert k1["fwd"] == k4["fwd"] == pytest.approx(5.0) and k1["bound"] == pytest.approx(20 / 3)
+    assert k1["model"] == pytest.approx(0.4 / 0.06) and k4["model"] == pytest.approx(0.4 / 0.10)
+    assert k1["cpu"] == pytest.approx(8.0) and k4["cpu_over_model"] == pytest.approx(2.0)
