@@ -35,7 +35,7 @@ QUICK = {"problems": 8, "repeats": 1, "variants": "toy"}  # --quick: these unles
 TITLES = {
     "toy": "3-digit addition (33-token answers), shipped pair: torch-encoder DLM + Qwen2 AR",
     "toy-equal": "3-digit addition (33-token answers), equal pair: bidirectional Qwen2 DLM + the toy's Qwen2 AR",
-    "toy-long": "6-digit addition (63-token answers), equal pair trained for it: bidirectional Qwen2 DLM + Qwen2 AR",
+    "toy-long": "31-digit column addition (63-token answers), equal pair trained for it: bidirectional Qwen2 DLM + Qwen2 AR",
 }
 
 
@@ -48,10 +48,8 @@ def build(spec_path: Path | str, variant: str = "toy", device: str = "cpu"):
 
 def _accepted_per_window(proc, n_problems: int) -> float:
     """Mean accepted draft tokens per verify window (re-runs the same seeds; counters are deterministic)."""
-    from zoo.common.toy_text import eval_problems
-
     acc = win = 0
-    for i, ex in enumerate(eval_problems(n_problems, proc.tokenizer().digits)):
+    for i, ex in enumerate(proc.tokenizer().eval_problems(n_problems)):
         st = proc(ex.prompt, seed=i).stats[0]
         acc += st["accepted_tokens"]
         win += st["windows"]

@@ -7,7 +7,7 @@ from registry.contract import metric_check
 from typing import Any
 
 from zoo.common.rows import independent_rows
-from zoo.common.toy_text import eval_problems, is_correct
+from zoo.common.toy_text import ArithTokenizer
 
 from .speed import Stopwatch
 
@@ -17,16 +17,19 @@ CHECK_PROBLEMS = 64  # the conformance checks use the same 64 held-out problems 
 def evaluate(procedure: Any, n_problems: int = 64, seed0: int = 0, progress: bool = False) -> dict[str, float]:
     """Exact-match accuracy and cost of a text sampler on the held-out toy problems, each problem its own call
     with its own seed (:func:`zoo.common.rows.independent_rows`: problem ``i`` gets ``row_seed(seed0, i)``, ``= i``
-    for ``seed0 = 0``); one call over all prompts would give every row the same stream. The operand length
-    is the sampler's tokenizer's ``digits`` (3 without one). Times: ``wall_s`` (on CUDA after a device
-    synchronisation) and ``cpu_s``, the calling thread's CPU time (:class:`~.speed.Stopwatch`)."""
-    digits = getattr(procedure.tokenizer() if hasattr(procedure, "tokenizer") else None, "digits", 3)
-    probs = eval_problems(n_problems, digits)
+    for ``seed0 = 0``); one call over all prompts would give every row the same stream. The problems and
+    the correctness rule are the task of the sampler's tokenizer (``eval_problems``, ``is_correct``: the
+    3-digit step task without one). Times: ``wall_s`` (on CUDA after a device synchronisation) and
+    ``cpu_s``, the calling thread's CPU time (:class:`~.speed.Stopwatch`)."""
+    tok = procedure.tokenizer() if hasattr(procedure, "tokenizer") else None
+    if not hasattr(tok, "eval_problems"):
+        tok = ArithTokenizer(3)
+    probs = tok.eval_problems(n_problems)
     with Stopwatch(getattr(procedure, "device", "cpu")) as sw:
         out = independent_rows(lambda ex, s: procedure(ex.prompt, seed=s), probs, seed0,
                                progress=type(procedure).__name__ if progress else None)
     wall = sw.wall
-    correct = sum(is_correct(ex.prompt, text, digits) for ex, text in zip(probs, out.texts))
+    correct = sum(tok.is_correct(ex.prompt, text) for ex, text in zip(probs, out.texts))
     tokens = sum(st["new_tokens"] for st in out.stats)
     dlm = sum(st.get("dlm_forwards", 0) for st in out.stats)
     ar = sum(st.get("ar_forwards", 0) for st in out.stats)

@@ -78,10 +78,9 @@ def forward_costs(models: dict[str, Any], lanes: tuple[int, ...] = (1, 4), windo
     """
     from zoo.common.ar_cache import ar_forward, cache_kwarg, cache_repeat, new_cache
     from zoo.common.masked_dlm import MaskedDenoiser, resolve_max_new_tokens
-    from zoo.common.toy_text import eval_problems
     target, proposal = models["target"], models["proposal"]
     tok = target.zoo_tokenizer
-    prompt = tok.encode(eval_problems(1, tok.digits)[0].prompt)
+    prompt = tok.encode(tok.eval_problems(1)[0].prompt)
     G = resolve_max_new_tokens(None, target, proposal)
     den = MaskedDenoiser.wrap(proposal)
     dlm_in = torch.tensor([prompt + [den.mask_token_id] * G], device=device)

@@ -5,6 +5,8 @@ Dream), both trained in-repo by ``tools/train_poe_bridge_toy.py`` on the step-by
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from pydantic import Field
 from torch import nn
@@ -13,7 +15,23 @@ from registry.contract import FactoryParams, factory
 from zoo.common.masked_dlm import TinyMaskedLM
 from zoo.common.toy_text import ArithTokenizer
 
-__all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm", "build_dlm_qwen2"]
+from .columns import ColumnTokenizer
+
+__all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm", "build_dlm_qwen2",
+           "toy_tokenizer"]
+
+TASKS = ("steps", "columns")
+
+
+def toy_tokenizer(task: str = "steps", digits: int = 3) -> ArithTokenizer | ColumnTokenizer:
+    """The tokenizer (and task) of a toy variant: ``steps``, the step-by-step addition of
+    :mod:`zoo.common.toy_text` (``toy``, ``toy-equal``); ``columns``, the column-interleaved addition of
+    :mod:`.columns` (``toy-long``)."""
+    if task == "steps":
+        return ArithTokenizer(digits)
+    if task == "columns":
+        return ColumnTokenizer(digits)
+    raise ValueError(f"toy task must be one of {TASKS}, got {task!r}")
 
 TOY_MAX_NEW_TOKENS = 40  # answer (33 tokens for 3 digits) + EOS padding, the DLM's training length
 AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
@@ -24,7 +42,8 @@ DLM_CONFIG = dict(d_model=64, n_layers=2, n_heads=4, d_ff=192, max_len=64)
 class ToyARConfig(FactoryParams):
     """``config`` of :func:`build_ar` (bounded: the toy runs on a CPU)."""
 
-    digits: int = Field(3, ge=1, le=9)
+    task: Literal["steps", "columns"] = Field("steps", description="toy task (:func:`toy_tokenizer`)")
+    digits: int = Field(3, ge=1, le=64)
     hidden_size: int = Field(AR_CONFIG["hidden_size"], ge=8, le=4096)
     intermediate_size: int = Field(AR_CONFIG["intermediate_size"], ge=8, le=16384)
     num_hidden_layers: int = Field(AR_CONFIG["num_hidden_layers"], ge=1, le=64)
@@ -55,12 +74,14 @@ class ToyDLMConfig(FactoryParams):
 
 
 @factory(params=ToyARConfig)
-def build_ar(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, init_seed: int = 0, **config) -> nn.Module:
+def build_ar(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, init_seed: int = 0, task: str = "steps",
+             **config) -> nn.Module:
     """Tiny ``Qwen2ForCausalLM`` over the toy tokenizer (random init from ``init_seed``; weights come from the
-    spec); ``max_new_tokens`` becomes its ``generation_config.max_new_tokens``."""
+    spec) for the toy ``task`` (:func:`toy_tokenizer`); ``max_new_tokens`` becomes its
+    ``generation_config.max_new_tokens``."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tok = ArithTokenizer(digits)
+    tok = toy_tokenizer(task, digits)
     cfg = dict(AR_CONFIG)
     cfg.update(config)
     conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -87,7 +108,7 @@ def build_dlm(digits: int = 3, **config) -> nn.Module:
 
 @factory(params=ToyDLMQwen2Config)
 def build_dlm_qwen2(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, init_seed: int = 0,
-                    shift_logits: bool = False, **config) -> nn.Module:
+                    shift_logits: bool = False, task: str = "steps", **config) -> nn.Module:
     """The ``toy-equal`` proposal: a *bidirectional* Qwen2 of exactly the AR target's width and depth
     (:data:`AR_CONFIG`), read as a mask predictor (mask id ``<mask>``; no shift unless ``shift_logits``, Dream's
     convention for a DLM initialised from an AR model), so that one DLM forward and one AR forward cost the
@@ -100,7 +121,7 @@ def build_dlm_qwen2(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, i
     """
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tok = ArithTokenizer(digits)
+    tok = toy_tokenizer(task, digits)
     cfg = dict(AR_CONFIG)
     cfg.update(config)
     conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
