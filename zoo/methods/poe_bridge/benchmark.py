@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-w", action="store_true", help="also print the PoE-weight ablation table")
     ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
     ap.add_argument("--png", type=Path, default=Path("poe-bridge-bench.png"), help="PNG output path")
-    ap.add_argument("--variants", default="toy,toy-equal", help="comma-separated model pairs (spec variants)")
+    ap.add_argument("--variants", default="toy,toy-equal,toy-long", help="comma-separated model pairs (spec variants)")
     ap.add_argument("--device", default="cpu", help="torch device of the models (cuda: the paper's regime; the cost "
                     "line then times forwards by synchronised wall clock)")
     args = parse_with_quick(ap, argv, QUICK, "8 problems, 1 timing round, the toy pair only, 5 cost repetitions "
