@@ -12,6 +12,7 @@ _EXPORTS = {
     "Catalog": "catalog", "Entry": "catalog",
     "CliInputs": "contract", "Procedure": "contract", "ProcedureParams": "contract", "invariant": "contract",
     "FactoryParams": "contract", "factory": "contract", "metric_check": "contract", "benchmark": "contract",
+    "trainer": "contract", "Options": "contract", "Context": "context",
     "BuildError": "errors", "CollisionError": "errors", "HardwareError": "errors", "NotFoundError": "errors",
     "ParamError": "errors", "RequirementError": "errors", "ResolveError": "errors", "RunError": "errors", "SpecError": "errors",
     "SpecErrors": "errors", "ZooError": "errors",

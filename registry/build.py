@@ -17,16 +17,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from .contract import SEED_MAX
-from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
+from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
+from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
-
-
-def remote_code_disabled() -> bool:
-    return os.environ.get("ZOO_DISABLE_REMOTE_CODE", "") not in ("", "0", "false")
 
 
 def outside_paths_allowed() -> bool:
@@ -61,23 +58,13 @@ def validation_error(exc: ValidationError, model: type, where: Any, from_caller:
 
 # ----------------------------------------------------------------------------- requirements
 def check_requires(spec: Spec, file: str | None = None) -> None:
-    """Check ``requires`` (package -> specifier) before importing anything the spec names."""
-    from importlib.metadata import PackageNotFoundError, version
+    """Check ``requires`` (package -> specifier) before importing anything the spec names: the first unmet
+    one is a one-line :class:`RequirementError` naming the package, the optional extra that installs it and
+    the pip command (:mod:`registry.requirements`)."""
+    from .requirements import unmet
 
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    for pkg, rng in spec.requires.items():
-        loc = locate(file, f"requires.{pkg}")
-        try:
-            spec_set = SpecifierSet(rng)
-        except InvalidSpecifier:
-            raise SpecError(f"invalid version specifier {rng!r}", loc) from None
-        try:
-            have = version(pkg)
-        except PackageNotFoundError:
-            raise RequirementError(f"package {pkg!r} is required ({rng}) but not installed: pip install '{pkg}{rng}'", loc) from None
-        if not spec_set.contains(have, prereleases=True):
-            raise RequirementError(f"{pkg} {have} is installed but the spec requires {rng}: pip install '{pkg}{rng}'", loc)
+    for missing in unmet(spec):
+        raise RequirementError(f"{spec.name} {missing.reason()}", locate(file, f"requires.{missing.package}"))
 
 
 # ----------------------------------------------------------------------------- variants
@@ -202,10 +189,12 @@ def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Loc
         raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
 
 
-def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None) -> None:
-    """Weights of a factory-built role: a local file (inside the spec's folder unless the caller
-    allows more) or a hub file, read safely (safetensors, or torch.load(weights_only=True)),
-    verified, converted, loaded strictly."""
+def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None,
+                  hub_file_at: Path | None = None) -> None:
+    """Weights of a factory-built role: a local safetensors file (inside the spec's folder unless the
+    caller allows more) or a hub file, read safely (safetensors, or for a hub file torch.load(weights_only=True)),
+    verified, converted, loaded strictly. ``hub_file_at``: a file standing in for the hub file (the
+    conformance harness's own temp copy), read exactly as the hub file would be."""
     from .weights import convert_state, hub_file, read_state
 
     assert source.weights is not None
@@ -216,22 +205,48 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
             raise BuildError("local weights need their sha256", sub("sha256"))
         state = read_state(path, source.sha256, wloc, sub("sha256"))
     else:  # a hub file carries its own sha256 (None only with allow_unpinned: true)
-        path = hub_file(source.weights, wloc)
-        state = read_state(path, source.weights.sha256, wloc)
+        path = hub_file_at if hub_file_at is not None else hub_file(source.weights, wloc)
+        state = read_state(path, source.weights.sha256, wloc, torch_format=True)
     state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
     if module is None or not hasattr(module, "load_state_dict"):
         raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)
     load_state_strict(module, state, path.name, wloc, source.allow_nonfinite)
 
 
-def apply_transform(model: Any, source: Any, loc: Location) -> Any:
-    """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading."""
+def config_files(source: Any, loc: Location, spec_dir: Path | None, allow_outside: bool | None = None) -> dict[str, Path]:
+    """The ``{file:, sha256:}`` values of a source's ``transform_config``, resolved against the spec file that wrote
+    them (inside its folder tree unless the caller allows more) and verified, as absolute paths by key."""
+    from .loader import origin_dir
+    from .weights import verified_file
+
+    out: dict[str, Path] = {}
+    for key, ref in source.config_files().items():
+        field = f"{loc.field}.transform_config.{key}" if loc.field else f"transform_config.{key}"
+        where = locate(loc.file, field)
+        fallback = spec_dir if spec_dir is not None else (Path(loc.file).resolve().parent if loc.file else None)
+        if fallback is None:
+            raise BuildError(f"transform_config.{key} names a file, but the source has no spec file to resolve it against", where)
+        base = origin_dir(loc.file, tuple(field.split(".")) + ("file",), fallback)
+        out[key] = verified_file(ref.file, ref.sha256, base, where, allow_outside, "file")
+    return out
+
+
+def apply_transform(model: Any, source: Any, loc: Location, spec_dir: Path | None = None,
+                    allow_outside: bool | None = None) -> Any:
+    """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading; each
+    ``{file:, sha256:}`` value is passed as its verified path (:func:`config_files`)."""
     if getattr(source, "transform", None) is None:
         return model
+    from .contract import transform_params
+
     tloc = locate(loc.file, f"{loc.field}.transform")
     fn = resolve(source.transform, tloc, kind="transform")
+    at = lambda f: locate(loc.file, f"{loc.field}.{f}" if loc.field else f)  # noqa: E731
+    config = {**source.transform_config, **config_files(source, loc, spec_dir, allow_outside)}
+    kwargs = validated_kwargs(_call_model(transform_params, fn, source.transform, tloc), config, at,
+                              "transform_config")
     try:
-        out = fn(model, **source.transform_config)
+        out = fn(model, **kwargs)
     except ZooError:
         raise
     except Exception as exc:  # noqa: BLE001 - one line naming the transform
@@ -239,13 +254,14 @@ def apply_transform(model: Any, source: Any, loc: Location) -> Any:
     return model if out is None else out
 
 
-def derive_role(parent: Any, source: RoleSource, *, loc: Location | None = None) -> Any:
+def derive_role(parent: Any, source: RoleSource, *, loc: Location | None = None, spec_dir: Path | None = None,
+                allow_outside: bool | None = None) -> Any:
     """A ``from_role`` role: a deep copy of the parent's built model (unless ``share``), transformed."""
     import copy
 
     loc = loc or Location()
     obj = parent if source.share else copy.deepcopy(parent)
-    return apply_transform(obj, source, loc)
+    return apply_transform(obj, source, loc, spec_dir, allow_outside)
 
 
 def _is_model_class(cls: type) -> bool:
@@ -276,11 +292,56 @@ def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Ma
         except ValueError as exc:
             raise ParamError(str(exc), where(name)) from None
     model_cls = factory_params(factory)
+    _default_caps(model_cls, {**config, **tiny}, lambda f: where(field(f)))
     try:
         cfg = model_cls(**{**config, **tiny})
     except ValidationError as exc:
         raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny_config" if tiny else "config"))) from None
     return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def _default_caps(model_cls: Any, values: Mapping[str, Any], where: Any) -> None:
+    """:func:`registry.limits.enforce_default_caps` as a located ParamError (``where(dotted key)``)."""
+    from .limits import SizeError, enforce_default_caps
+
+    try:
+        enforce_default_caps(model_cls, values, "")
+    except SizeError as exc:
+        raise ParamError(exc.detail, where(exc.path)) from None
+
+
+def validated_kwargs(model_cls: Any, values: Mapping[str, Any], where: Any, prefix: str) -> dict[str, Any]:
+    """``values`` (a spec's ``check_params`` / ``transform_config``) validated by ``model_cls``: consent keys
+    refused at any depth, fields without a declared bound held to :mod:`registry.limits`' caps, then the model
+    (types, unknown keys, declared bounds). The keyword arguments to call with (only the keys given); a problem
+    is one ParamError located at ``where("<prefix>.<key>")``."""
+    try:
+        refuse_consent_keys(dict(values))
+    except ValueError as exc:
+        raise ParamError(str(exc), where(prefix)) from None
+    _default_caps(model_cls, values, lambda f: where(f"{prefix}.{f}"))
+    try:
+        cfg = model_cls(**values)
+    except ValidationError as exc:
+        raise validation_error(exc, model_cls, lambda f: where(f"{prefix}.{f}" if f else prefix)) from None
+    return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def _call_model(getter: Any, fn: Any, name: str, loc: Location) -> Any:
+    """``getter(fn)`` (a registered callable's params model); a signature that cannot be validated is one line."""
+    try:
+        return getter(fn)
+    except TypeError as exc:
+        raise BuildError(f"{name}: {exc}", loc) from None
+
+
+def check_kwargs(fn: Any, params: Mapping[str, Any], where: Any = None) -> dict[str, Any]:
+    """A metric check's ``check_params`` validated by its params model (:func:`validated_kwargs`)."""
+    from .contract import check_params_model
+
+    where = where or (lambda f: Location(None, None, None, f))
+    model_cls = _call_model(check_params_model, fn, getattr(fn, "__qualname__", "metric check"), where("check_params"))
+    return validated_kwargs(model_cls, params, where, "check_params")
 
 
 def call_factory(target: str, config: Mapping[str, Any], sub: Any, tiny: Mapping[str, Any] | None = None) -> Any:
@@ -306,23 +367,25 @@ def build_model(
     loc: Location | None = None,
     multi_gpu: bool = False,
     allow_outside_paths: bool | None = None,
+    hub_file_at: Path | None = None,
 ) -> Any:
     """Build one model role from its source (the same path for shipped and tiny test checkpoints).
 
     ``trust_remote_code`` and ``allow_outside_paths`` are the caller's consent; nothing in
-    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here)."""
+    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here).
+    ``hub_file_at`` stands in for a ``source: zoo`` role's hub file (the conformance loading-path check)."""
     loc = loc or Location()
     sub = lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name)  # noqa: E731
     want_dtype = _torch_dtype(dtype or source.dtype)
     if isinstance(source, ZooSource):
         obj = call_factory(source.factory, source.config, sub)
         if source.weights is not None:
-            _load_weights(obj, source, spec_dir, sub, allow_outside_paths)
-        return _place(apply_transform(obj, source, loc), device, want_dtype)
+            _load_weights(obj, source, spec_dir, sub, allow_outside_paths, hub_file_at)
+        return _place(apply_transform(obj, source, loc, spec_dir, allow_outside_paths), device, want_dtype)
     if isinstance(source, TimmSource):
         model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
                             allow_outside=allow_outside_paths)
-        return apply_transform(model, source, loc)
+        return apply_transform(model, source, loc, spec_dir, allow_outside_paths)
     if isinstance(source, RoleSource):
         raise BuildError(f"role derived from {source.from_role!r}: built by build_pipeline (derive_role)", loc)
     assert isinstance(source, HubSource)
@@ -333,24 +396,32 @@ def build_model(
         )
     if source.trust_remote_code and remote_code_disabled():
         raise BuildError(f"{source.id} needs remote code, which ZOO_DISABLE_REMOTE_CODE forbids", loc)
+    from . import hub
+
     kwargs: dict[str, Any] = {}
-    if source.revision:
-        kwargs["revision"] = source.revision
+    if looks_remote(source.id or ""):  # a hub id: the HF cache at its revision, never a folder of that name here
+        if not hub.is_hub_id(source.id or ""):
+            raise BuildError(f"{source.id!r} is not a hub repository id (owner/name)", sub("id"))
+        try:
+            ref: Any = hub.snapshot(source.id or "", source.revision, subfolder=source.subfolder)
+        except Exception as exc:  # noqa: BLE001 - LocalEntryNotFoundError, HfHubHTTPError, ...: one line
+            at = f"{source.id}@{source.revision[:12] if source.revision else '(unpinned)'}"
+            if offline():
+                raise BuildError(f"{at} is not in the local HF cache (offline: HF_HUB_OFFLINE is set)", sub("id")) from None
+            raise BuildError(f"could not fetch {at}: {_one_line(exc)}", sub("id")) from None
+    else:
+        ref = local_path(source.id or "", spec_dir, sub("id"), allow_outside_paths, "local model")
+        check_folder_links(ref, spec_dir, sub("id"), allow_outside_paths, "local model")
     if source.subfolder:
         kwargs["subfolder"] = source.subfolder
-    model_id = _hub_or_local_id(source.id or "", spec_dir, sub("id"), allow_outside_paths)
-    if offline() or not looks_remote(source.id or ""):
-        kwargs["local_files_only"] = True
     is_model = _is_model_class(cls)
     if want_dtype is not None and is_model:
         params = inspect.signature(cls.from_pretrained).parameters
         kwargs["torch_dtype" if source.source == "diffusers" and "dtype" not in params else "dtype"] = want_dtype
-    if source.source == "transformers":
-        kwargs["trust_remote_code"] = bool(source.trust_remote_code and trust_remote_code)
     if multi_gpu and is_model:
         kwargs["device_map"] = "auto"
     try:
-        model = cls.from_pretrained(model_id, **kwargs)
+        model = hub.load_pretrained(cls, ref, trust_remote_code=bool(source.trust_remote_code and trust_remote_code), **kwargs)
     except Exception as exc:  # noqa: BLE001 - OSError, ValueError, SafetensorError, ...: one line
         msg = " ".join(str(exc).split())[:300]
         where = "offline (HF_HUB_OFFLINE is set) " if offline() else ""
@@ -359,16 +430,8 @@ def build_model(
         from .weights import load_adapters
 
         model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
-    model = apply_transform(model, source, loc)
+    model = apply_transform(model, source, loc, spec_dir, allow_outside_paths)
     return model if (multi_gpu or not is_model) else _place(model, device, None)
-
-
-def _hub_or_local_id(model_id: str, spec_dir: Path, loc: Location, allow_outside: bool | None) -> str:
-    """A hub id as is; a local path (``./``, ``../``, ``/``, ``~``) resolved against the spec's
-    folder (never the working directory) and kept inside it unless the caller allows more."""
-    if looks_remote(model_id):
-        return model_id
-    return str(local_path(model_id, spec_dir, loc, allow_outside, "local model"))
 
 
 def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
@@ -383,6 +446,32 @@ def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | No
             f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
         )
     return path
+
+
+def check_folder_links(folder: Path, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> None:
+    """Every entry of a local folder (a model folder, an adapter folder) stays inside the spec's folder
+    tree: a symlink whose target resolves outside it is refused, naming the entry (never hashing or
+    reading it), unless the caller allows outside paths. At most :data:`registry.limits.FOLDER_ENTRIES`
+    entries are looked at (more is an error)."""
+    from .files import within
+    from .limits import FOLDER_ENTRIES, SizeError
+
+    if (outside_paths_allowed() if allow_outside is None else allow_outside) or not folder.is_dir():
+        return
+    base = spec_dir.resolve()
+    seen = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            seen += 1
+            try:
+                FOLDER_ENTRIES.check(seen, f"{what} {folder.name}", " entries")
+            except SizeError as exc:
+                raise BuildError(str(exc), loc) from None
+            entry = Path(top) / name
+            if entry.is_symlink() and not within(base, entry):
+                rel = entry.relative_to(folder)
+                raise BuildError(f"{what} {folder.name}: {rel} is a link to {os.path.realpath(entry)}, outside the spec's "
+                                 f"folder {base} (the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc)
 
 
 #: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
@@ -401,10 +490,10 @@ def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: 
     if source.pretrained and offline():
         raise BuildError(f"timm pretrained weights for {source.model_name!r} must be downloaded, but HF_HUB_OFFLINE is set; "
                          "ship local weights with their sha256 instead", sub("pretrained"))
-    import timm
+    from .hub import create_timm_model
 
     try:
-        model = timm.create_model(source.model_name, pretrained=source.pretrained and not offline(), **source.kwargs)
+        model = create_timm_model(source.model_name, pretrained=source.pretrained, **source.kwargs)
     except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
         raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
     if source.weights is not None:
@@ -423,9 +512,10 @@ def make_procedure(
     overrides: Mapping[str, Any] | None = None,
     file: str | None = None,
     variant: str | None = None,
+    ctx: Any = None,
 ) -> Any:
     """Instantiate a sampler/recipe with its params: spec ``params``, then the spec's
-    ``variant_params`` of ``variant``, then the caller's ``overrides``."""
+    ``variant_params`` of ``variant``, then the caller's ``overrides``; ``ctx`` becomes its ``self.ctx``."""
     section, proc = spec.procedure(name)
     cls = resolve(proc.target, locate(file, f"{section}.{name}.target"), kind="procedure")
     params_cls = getattr(cls, "Params", None)
@@ -437,6 +527,7 @@ def make_procedure(
         refuse_consent_keys(spec_values)
     except ValueError as exc:
         raise ParamError(str(exc), locate(file, f"{section}.{name}.params")) from None
+    _default_caps(params_cls, spec_values, lambda f: locate(file, f"{section}.{name}.params.{f}"))  # the spec's, not the caller's
     try:
         params = params_cls(**{**spec_values, **overrides})
     except ValidationError as exc:
@@ -456,12 +547,14 @@ def make_procedure(
     if getattr(cls, "mutates_models", False):
         roles = private_copies(roles)
     try:
-        return cls(models=roles, params=params, device=device, dtype=_torch_dtype(dtype))
+        proc = cls(models=roles, params=params, device=device, dtype=_torch_dtype(dtype))
     except ZooError:
         raise
     except Exception as exc:  # noqa: BLE001 - one line naming the procedure, never a traceback
         raise BuildError(f"{proc.target} could not be built with these params: {_one_line(exc)}",
                          locate(file, f"{section}.{name}")) from exc
+    proc.ctx = ctx
+    return proc
 
 
 def missing_roles(spec: Spec, name: str, variant: str | None, models: Mapping[str, Any]) -> list[str]:
@@ -484,6 +577,7 @@ class Pipeline:
     file: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)  # procedure -> why it is not built here
     skipped: list[str] = field(default_factory=list)  # variants passed over by the automatic choice, with why
+    ctx: Any = field(default=None, repr=False)  # the registry.context.Context it was built with (metric checks: pipeline.ctx)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -528,7 +622,8 @@ class Pipeline:
         key = ("metric", check, json.dumps(params, sort_keys=True, default=repr))
 
         def run() -> float:
-            return float(resolve(check, kind="metric_check")(self, **params))
+            fn = resolve(check, kind="metric_check")
+            return float(fn(self, **check_kwargs(fn, params)))
 
         return self.memo(key, run)
 
@@ -568,7 +663,11 @@ def build_pipeline(
     params: Mapping[str, Any] | None = None,
     use_cache: bool = True,
     allow_outside_paths: bool | None = None,
+    ctx: Any = None,
 ) -> Pipeline:
+    """Build ``spec``'s pipeline (see :func:`zoo.load`). ``ctx`` is the :class:`~registry.context.Context`
+    its procedures and metric checks see (``self.ctx``, ``pipeline.ctx``); by default a new one for this
+    spec, file, variant, device and dtype."""
     fname = str(file) if file else None
     spec_dir = Path(file).resolve().parent if file else Path.cwd()
     check_requires(spec, fname)
@@ -583,34 +682,130 @@ def build_pipeline(
     default = sampler or spec.default_for(chosen)
     if default not in spec.samplers and default not in spec.recipes:
         raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
-    models: dict[str, Any] = {}
-    keys: dict[str, tuple[Any, ...]] = {}
-    for role in spec.build_order(chosen):
-        source = spec.models[role].variants[chosen]
-        loc = locate(fname, f"models.{role}.variants.{chosen}")
-        parent = (keys[source.from_role],) if isinstance(source, RoleSource) else ()
-        key = (fname, spec.name, role, chosen, dev, dtype, source.model_dump_json(), *parent)
-        keys[role] = key
-        with _cache_lock:
-            cached = _cache.get(key) if use_cache else None
-        if cached is None:
-            if isinstance(source, RoleSource):
-                cached = derive_role(models[source.from_role], source, loc=loc)
-            else:
-                cached = build_model(source, spec_dir=source_dir(fname, role, chosen, spec_dir), device=dev, dtype=dtype, trust_remote_code=trust_remote_code, loc=loc, multi_gpu=hw.gpus > 1,
-                                     allow_outside_paths=allow_outside_paths)
-            if use_cache:
-                with _cache_lock:
-                    _cache[key] = cached
-        models[role] = cached
+    if ctx is None:
+        from .context import Context
+
+        ctx = Context(spec, file, variant=chosen, device=device, dtype=dtype, use_cache=use_cache,
+                      trust_remote_code=trust_remote_code)
+    models, _ = build_models(spec, file=file, variant=chosen, device=dev, dtype=dtype, trust_remote_code=trust_remote_code,
+                             use_cache=use_cache, allow_outside_paths=allow_outside_paths)
     procs, unavailable = {}, {}
     for name in [*spec.samplers, *spec.recipes]:
         missing = missing_roles(spec, name, chosen, models)
         if missing and name != default:
             unavailable[name] = f"needs role {missing[0]!r}, which has no source for variant {chosen}"
             continue
-        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen)
-    return Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped)
+        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen, ctx)
+    pipe = Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped, ctx)
+    ctx.adopt(pipe, params)
+    return pipe
+
+
+def build_models(spec: Spec, *, file: str | Path | None, variant: str, device: str, dtype: str | None = None,
+                 roles: list[str] | None = None, trust_remote_code: bool = False, use_cache: bool = True,
+                 allow_outside_paths: bool | None = None,
+                 _chain: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, tuple[Any, ...]]]:
+    """The built roles of ``variant`` (all, or ``roles`` and the roles they derive from) and their cache keys,
+    from the process-wide cache where possible. A ``from_spec`` role is built by the named spec's own
+    declaration (its file, folder and sha256) under that spec's cache key, so specs sharing a checkpoint share
+    one built model."""
+    fname = str(file) if file else None
+    spec_dir = Path(file).resolve().parent if file else Path.cwd()
+    order = spec.build_order(variant)
+    if roles is not None:
+        needed: set[str] = set()
+        stack = list(roles)
+        while stack:
+            r = stack.pop()
+            if r in needed:
+                continue
+            needed.add(r)
+            src = spec.models[r].variants[variant]
+            if isinstance(src, RoleSource) and src.from_spec is None:
+                stack.append(src.from_role)
+        order = [r for r in order if r in needed]
+    multi_gpu = spec.hardware[variant].gpus > 1
+    models: dict[str, Any] = {}
+    keys: dict[str, tuple[Any, ...]] = {}
+    for role in order:
+        source = spec.models[role].variants[variant]
+        loc = locate(fname, f"models.{role}.variants.{variant}")
+        parent: tuple[Any, ...] = ()
+        parent_obj: Any = None
+        if isinstance(source, RoleSource):
+            if source.from_spec is not None:
+                parent_obj, parent_key = _foreign_role(spec, source, variant, device, dtype, loc, trust_remote_code, use_cache,
+                                                       allow_outside_paths, (*_chain, spec.name))
+            else:
+                parent_obj, parent_key = models[source.from_role], keys[source.from_role]
+            parent = (parent_key,)
+        key = (fname, spec.name, role, variant, device, dtype, source.model_dump_json(), *parent)
+        keys[role] = key
+        with _cache_lock:
+            cached = _cache.get(key) if use_cache else None
+        if cached is None:
+            if isinstance(source, RoleSource):
+                cached = derive_role(parent_obj, source, loc=loc, spec_dir=spec_dir, allow_outside=allow_outside_paths)
+            else:
+                cached = build_model(source, spec_dir=source_dir(fname, role, variant, spec_dir), device=device, dtype=dtype,
+                                     trust_remote_code=trust_remote_code, loc=loc, multi_gpu=multi_gpu,
+                                     allow_outside_paths=allow_outside_paths)
+            if use_cache:
+                with _cache_lock:
+                    _cache[key] = cached
+        models[role] = cached
+    return models, keys
+
+
+_FOREIGN: dict[str, tuple[Path, tuple[int, int], Spec]] = {}
+
+
+def spec_by_name(name: str, loc: Location) -> tuple[Spec, Path]:
+    """The validated spec the catalog knows as ``name`` (built-ins, ``zoo.specs`` plugins, ``ZOO_SPECS_PATH``) and
+    its file, re-read when the file changed; one located line when there is none or it does not validate."""
+    from .errors import SpecErrors
+    from .loader import find_spec_by_name, load_spec_file
+
+    path = find_spec_by_name(name)
+    if path is None:
+        raise BuildError(f"no spec named {name!r} in the catalog (built-ins, zoo.specs plugins, ZOO_SPECS_PATH)", loc)
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError as exc:
+        raise BuildError(f"spec {name!r} ({path}) cannot be read: {exc}", loc) from None
+    hit = _FOREIGN.get(name)
+    if hit is not None and hit[0] == path and hit[1] == stamp:
+        return hit[2], path
+    try:
+        other = load_spec_file(path)
+    except (SpecError, SpecErrors) as exc:
+        raise BuildError(f"spec {name!r} ({path}) does not validate: {' '.join(str(exc).split())[:300]}", loc) from None
+    _FOREIGN[name] = (path, stamp, other)
+    return other, path
+
+
+def _foreign_role(spec: Spec, source: RoleSource, variant: str, device: str, dtype: str | None, loc: Location,
+                  trust_remote_code: bool, use_cache: bool, allow_outside_paths: bool | None,
+                  chain: tuple[str, ...]) -> tuple[Any, tuple[Any, ...]]:
+    """``(model, cache key)`` of role ``from_role`` of spec ``from_spec`` at ``from_variant`` (default: ``variant``)."""
+    assert source.from_spec is not None
+    if source.from_spec in chain:
+        raise BuildError(f"from_spec cycle: {' -> '.join((*chain, source.from_spec))}", locate(loc.file, f"{loc.field}.from_spec"))
+    other, other_file = spec_by_name(source.from_spec, locate(loc.file, f"{loc.field}.from_spec"))
+    v = source.from_variant or variant
+    role = source.from_role
+    if role not in other.models or v not in other.models[role].variants:
+        raise BuildError(f"spec {other.name!r} has no role {role!r} with a {v} variant "
+                         f"(roles of {v}: {', '.join(other.roles_of(v)) if v in other.variants else 'none: no such variant'})",
+                         locate(loc.file, f"{loc.field}.from_role"))
+    refusal = other.hardware[v].refusal(v)
+    if refusal:
+        raise BuildError(f"spec {other.name!r}: {refusal}", locate(loc.file, f"{loc.field}.from_spec"))
+    built, keys = build_models(other, file=other_file, variant=v, device=device, dtype=dtype, roles=[role],
+                               trust_remote_code=trust_remote_code, use_cache=use_cache,
+                               allow_outside_paths=allow_outside_paths, _chain=chain)
+    return built[role], keys[role]
 
 
 class ZooWarning(UserWarning):

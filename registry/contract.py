@@ -87,6 +87,9 @@ class Procedure:
     CliInputs: ClassVar[type[CliInputs] | None] = None
     batch_independent: ClassVar[bool] = False
     mutates_models: ClassVar[bool] = False
+    #: the :class:`~registry.context.Context` of the pipeline that built it (set by the engine after
+    #: ``__init__``; ``None`` for a procedure constructed by hand)
+    ctx: Any = None
 
     def __init__(self, models: Mapping[str, Any], params: ProcedureParams, device: Any = "cpu", dtype: Any = None):
         self.models = models.copy() if isinstance(models, Roles) else Roles(models)
@@ -164,6 +167,7 @@ class Procedure:
         if self.mutates_models:
             models = private_copies(models)
         clone = type(self)(models=models, params=params, device=self.device, dtype=self.dtype, **self.clone_kwargs())
+        clone.ctx = self.ctx
         if key is not None:
             if len(memo) >= 8:
                 memo.pop(next(iter(memo)))
@@ -318,27 +322,46 @@ def cached_artifact(key_parts: "list[Any] | tuple[Any, ...]", produce: Callable[
 
 # ----------------------------------------------------------------------------- invariants
 
-InvariantFn = Callable[[], None]
+InvariantFn = Callable[..., None]
 _INVARIANTS: dict[tuple[str, str], InvariantFn] = {}
 
 
-def invariant(name: str) -> Callable[[InvariantFn], InvariantFn]:
-    """Register a zero-argument property check under ``name``.
+def required_arity(fn: Callable[..., Any]) -> int:
+    """How many arguments ``fn`` needs (positional parameters without a default; Hypothesis' ``@given``
+    removes the ones it fills), so the engine can call ``fn()`` or ``fn(ctx)``."""
+    params = inspect.signature(fn).parameters.values()
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
 
-    The function is usually a Hypothesis test (``@given(...)``) stating the invariant in its
-    docstring; it raises ``AssertionError`` on violation. Names are scoped by the module that
-    registers them, so two methods may both register ``seeded-determinism``.
+
+def invariant(name: str) -> Callable[[InvariantFn], InvariantFn]:
+    """Register a property check under ``name``: ``fn()``, or ``fn(ctx)`` when it needs the spec's models or
+    files (a :class:`~registry.context.Context`: ``ctx.models("toy")["dit"]``; the engine inspects the arity).
+
+    The function is usually a Hypothesis test (``@given(...)`` fills the parameters after ``ctx``) stating
+    the invariant in its docstring; it raises ``AssertionError`` on violation. Names are scoped by the module
+    that registers them, so two methods may both register ``seeded-determinism``.
     """
 
     def deco(fn: InvariantFn) -> InvariantFn:
         key = (fn.__module__, name)
         if key in _INVARIANTS and _INVARIANTS[key] is not fn:
             raise ValueError(f"invariant {name!r} registered twice in {fn.__module__}")
+        if required_arity(fn) > 1:
+            raise TypeError(f"invariant {name!r} ({fn.__qualname__}) needs {required_arity(fn)} arguments; "
+                            "an invariant takes none or one (ctx)")
         _INVARIANTS[key] = fn
         fn.zoo_invariant = name  # type: ignore[attr-defined]
         return fn
 
     return deco
+
+
+def call_invariant(fn: InvariantFn, ctx: Any) -> None:
+    """Run an invariant: ``fn(ctx)`` if it takes the context, else ``fn()``."""
+    if required_arity(fn) == 1:
+        fn(ctx)
+    else:
+        fn()
 
 
 def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
@@ -353,8 +376,9 @@ def registered_invariants(module_prefix: str) -> dict[str, InvariantFn]:
 # ----------------------------------------------------------------------------- registration
 #: What a spec field may name, by kind: ``factory`` (``models.*.variants.*.factory``), ``procedure``
 #: (``samplers/recipes.*.target``), ``metric_check`` (``metrics[].check``), ``converter`` and
-#: ``transform`` (the weight-conversion engine), ``benchmark`` (``bench:``, run by ``zoo bench``).
-KINDS = ("factory", "procedure", "metric_check", "converter", "transform", "benchmark")
+#: ``transform`` (the weight-conversion engine), ``benchmark`` (``bench:``, run by ``zoo bench``), ``trainer``
+#: (``training.<name>.trainer``, run by ``zoo train``).
+KINDS = ("factory", "procedure", "metric_check", "converter", "transform", "benchmark", "trainer")
 _REGISTRY: dict[str, set[Any]] = {k: set() for k in KINDS}
 _FACTORY_PARAMS: dict[Any, type[BaseModel]] = {}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -384,9 +408,10 @@ def is_registered(obj: Any, kind: str) -> bool:
         return False
 
 
-def _params_from_signature(fn: Callable[..., Any]) -> type[BaseModel]:
+def _params_from_signature(fn: Callable[..., Any], skip: int = 0, what: str = "@factory") -> type[BaseModel]:
     """A :class:`FactoryParams` model of ``fn``'s keyword parameters (annotations and defaults,
-    ``Annotated[int, Field(le=...)]`` bounds included). ``*args``/``**kwargs`` cannot be validated."""
+    ``Annotated[int, Field(le=...)]`` bounds included), after the first ``skip`` parameters (a transform's
+    model, a metric check's pipeline). ``*args``/``**kwargs`` cannot be validated."""
     import types
     import typing
 
@@ -399,15 +424,15 @@ def _params_from_signature(fn: Callable[..., Any]) -> type[BaseModel]:
     try:
         hints = typing.get_type_hints(shim, globalns=shim.__globals__, include_extras=True)
     except Exception as exc:  # noqa: BLE001 - NameError, TypeError, ...
-        raise TypeError(f"@factory {fn.__qualname__}: cannot resolve its annotations ({exc}); pass @factory(params=Model)") from None
+        raise TypeError(f"{what} {fn.__qualname__}: cannot resolve its annotations ({exc}); pass {what}(params=Model)") from None
     fields: dict[str, Any] = {}
-    for name, p in inspect.signature(fn).parameters.items():
+    for name, p in list(inspect.signature(fn).parameters.items())[skip:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(
-                f"@factory {fn.__qualname__}: *args/**kwargs cannot be validated; pass @factory(params=Model)"
+                f"{what} {fn.__qualname__}: *args/**kwargs cannot be validated; pass {what}(params=Model)"
             )
         if p.kind is p.POSITIONAL_ONLY:
-            raise TypeError(f"@factory {fn.__qualname__}: parameter {name} is positional-only")
+            raise TypeError(f"{what} {fn.__qualname__}: parameter {name} is positional-only")
         ann = Any if p.annotation is p.empty else hints.get(name, p.annotation)
         fields[name] = (ann, ... if p.default is p.empty else p.default)
     return create_model(f"{fn.__name__}_config", __base__=FactoryParams, **fields)
@@ -439,9 +464,50 @@ def factory_params(fn: Any) -> type[BaseModel]:
     return _FACTORY_PARAMS[fn]
 
 
-def metric_check(fn: F) -> F:
-    """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance."""
-    return register("metric_check", fn)
+_CALL_PARAMS: dict[Any, type[BaseModel]] = {}
+
+
+def _registering(kind: str, fn: Any, params: type[BaseModel] | None) -> Any:
+    """``@kind`` / ``@kind(params=Model)``: register ``fn`` for ``kind``, with its declared params model."""
+    if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
+        raise TypeError(f"@{kind}(params=...) needs a pydantic model class")
+    if params is not None and params.model_config.get("extra") != "forbid":
+        raise TypeError(f"@{kind}(params=...): the model must forbid extra keys (subclass FactoryParams)")
+
+    def deco(f: F) -> F:
+        if params is not None:
+            _CALL_PARAMS[f] = params
+        return register(kind, f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def _call_params(fn: Any, kind: str) -> type[BaseModel]:
+    """The params model of a registered metric check or transform: declared with ``params=``, else derived
+    from its signature after the first parameter (the pipeline / the model) on first use."""
+    model = _CALL_PARAMS.get(fn)
+    if model is None:
+        model = _params_from_signature(fn, skip=1, what=f"@{kind}")
+        _CALL_PARAMS[fn] = model
+    return model
+
+
+@overload
+def metric_check(fn: F) -> F: ...
+@overload
+def metric_check(*, params: type[BaseModel]) -> Callable[[F], F]: ...
+def metric_check(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
+    """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance. A spec's
+    ``check_params`` are validated before the call by ``params`` (a :class:`FactoryParams` model) or a model
+    derived from the signature after ``pipeline``; sizes without a declared bound are held to
+    :mod:`registry.limits`' default caps."""
+
+    return _registering("metric_check", fn, params)
+
+
+def check_params_model(fn: Any) -> type[BaseModel]:
+    """The ``check_params`` model of a registered metric check."""
+    return _call_params(fn, "metric_check")
 
 
 def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
@@ -457,13 +523,114 @@ def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) ->
     return deco(fn) if fn is not None else deco
 
 
-def transform(fn: F) -> F:
+@overload
+def transform(fn: F) -> F: ...
+@overload
+def transform(*, params: type[BaseModel]) -> Callable[[F], F]: ...
+def transform(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
     """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
-    ``transform:``): quantise, patch an embedder, install attention processors."""
-    return register("transform", fn)
+    ``transform:``): quantise, patch an embedder, install attention processors. ``transform_config`` is
+    validated before the call by ``params`` (a :class:`FactoryParams` model: the place to declare a field of a
+    special type, e.g. a file inside the spec's folder) or a model derived from the signature after ``model``;
+    consent keys are refused and sizes without a declared bound are held to :mod:`registry.limits`' caps."""
+
+    return _registering("transform", fn, params)
 
 
-def benchmark(fn: F) -> F:
-    """Register a method's benchmark ``fn(argv: list[str]) -> int`` (a spec's ``bench:``), run by
-    ``zoo bench NAME [--quick] [args]``."""
-    return register("benchmark", fn)
+def transform_params(fn: Any) -> type[BaseModel]:
+    """The ``transform_config`` model of a registered transform."""
+    return _call_params(fn, "transform")
+
+
+class Options(BaseModel):
+    """Base of a benchmark's or trainer's options (``@benchmark(options=...)``, ``@trainer(options=...)``): each
+    field is a ``zoo bench NAME --field-name VALUE`` option (values validated by the model: bound every size).
+    ``quick`` holds the values ``--quick`` gives the fields the user left unset (a reduced run that still
+    prints the table). Field names may not shadow the engine's flags (``quick``, ``json``, ``out_dir``, ``seed``,
+    ``help``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    quick: ClassVar[dict[str, Any]] = {}
+
+
+#: the flags ``zoo bench`` gives every benchmark (an options field of these names is refused)
+ENGINE_FLAGS = frozenset({"quick", "json", "out_dir", "seed", "help"})
+
+
+def _hook_options(kind: str, fn: Callable[..., Any], options: type[BaseModel] | None) -> type[BaseModel]:
+    """Check a hook's options model (a pydantic model that forbids extra keys, no engine flag names, valid quick values)."""
+    model = options if options is not None else Options
+    where = f"@{kind} {fn.__qualname__}"
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"{where}: options must be a pydantic model class (subclass registry.contract.Options)")
+    if model.model_config.get("extra") != "forbid":
+        raise TypeError(f"{where}: the options model must forbid extra keys (subclass registry.contract.Options)")
+    clash = sorted(set(model.model_fields) & ENGINE_FLAGS)
+    if clash:
+        raise TypeError(f"{where}: option {clash[0]!r} shadows an engine flag (the engine gives {', '.join(sorted(ENGINE_FLAGS))}; "
+                        "read ctx.seed / ctx.quick instead)")
+    quick = getattr(model, "quick", {}) or {}
+    unknown = sorted(set(quick) - set(model.model_fields))
+    if unknown:
+        raise TypeError(f"{where}: quick names {unknown[0]!r}, which is not an option ({', '.join(model.model_fields) or 'none'})")
+    model(**quick)  # the quick values validate
+    if required_arity(fn) != 2:
+        raise TypeError(f"{where}: expected fn(ctx, opts), got {required_arity(fn)} required argument(s)")
+    return model
+
+
+def benchmark(fn: Any = None, *, options: type[BaseModel] | None = None) -> Any:
+    """Register a method's benchmark (a spec's ``bench:``), run by ``zoo bench NAME``::
+
+        class BenchOptions(Options):
+            per_class: int = Field(30, ge=1, le=1000, description="samples per digit")
+            quick: ClassVar[dict[str, Any]] = {"per_class": 5}
+
+        @benchmark(options=BenchOptions)
+        def run(ctx, opts) -> dict:              # ctx: registry.context.Context, opts: a BenchOptions
+            rows = ...                           # ctx.pipeline("toy"), ctx.seed, ctx.quick
+            ctx.report(table(rows))              # the table (printed, and saved as <spec>-bench.md)
+            plot(rows, ctx.figure("x.png"))      # every file through ctx, inside --out-dir
+            return {"rows": rows}                # the engine writes it as <spec>-bench.json
+
+    The engine gives every benchmark ``--quick``, ``--json``, ``--out-dir``, ``--seed`` and ``--help`` and
+    the options' fields as flags. ``@benchmark`` on a ``main(argv) -> int`` (the older shape) still
+    registers it; ``zoo bench`` then passes ``[--quick] [args]`` through unchanged."""
+
+    def deco(f: F) -> F:
+        f.zoo_options = _hook_options("benchmark", f, options)  # type: ignore[attr-defined]
+        return register("benchmark", f)
+
+    if fn is not None:
+        if required_arity(fn) == 2:  # bare @benchmark on fn(ctx, opts): no options
+            return deco(fn)
+        fn.zoo_options = None  # bare @benchmark on main(argv): the older shape, kept until every benchmark is converted
+        return register("benchmark", fn)
+    return deco
+
+
+def trainer(fn: Any = None, *, options: type[BaseModel] | None = None) -> Any:
+    """Register how a shipped file is made (a spec's ``training.<name>.trainer``), run by ``zoo train NAME``::
+
+        @trainer                                   # or @trainer(options=SomeOptions); the spec's params fill them
+        def train_toy(ctx, opts) -> None:
+            g = setup_deterministic(0)             # byte-for-byte reproducible: one thread, fixed seeds
+            model = ...                            # ctx.models("toy", roles=["dit"]): fresh, uncached copies
+            save_checkpoint(model, ctx.path("my-method-toy.safetensors"))   # under the produced file's base name
+
+    It writes each file its spec entry ``produces`` into ``ctx.out_dir`` under the file's base name;
+    ``zoo train NAME --check`` then compares their sha256 with the spec's declarations."""
+
+    def deco(f: F) -> F:
+        f.zoo_options = _hook_options("trainer", f, options)  # type: ignore[attr-defined]
+        return register("trainer", f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Context":  # method code: from registry.contract import Context (for type hints)
+        from .context import Context
+
+        return Context
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

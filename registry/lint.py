@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ResolveError, SpecError
-from .loader import locate, source_dir, spec_roots, within
+from .loader import locate, origin_dir, source_dir, spec_roots, within
 from .resolve import allowed_packages
-from .spec import HubSource, Spec, TimmSource, ZooSource
+from .spec import HubSource, RoleSource, Spec, TimmSource, ZooSource
 
 
 def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecError]:
@@ -56,13 +56,40 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         return None
 
     def params(entry: dict | None, values: dict, field: str) -> None:
-        from .static import check_values
+        from .static import check_caps, check_values
 
         schema = (entry or {}).get("params")
         if not schema or not isinstance(values, dict):
             return
-        for key, msg in check_values(schema, values):
+        for key, msg in [*check_values(schema, values), *check_caps(schema, values)]:
             errors.append(SpecError(msg, locate(file, f"{field}.{key}")))
+
+    def call_params(value: str | None, values: dict, field: str, kind: str) -> None:
+        """``check_params`` / ``transform_config``: statically from the index, else (``resolve``) by the imported
+        callable's params model, as the build will validate them."""
+        entry = target(value, field.rsplit(".", 1)[0] + (".check" if kind == "metric_check" else ".transform"), kind)
+        if entry is not None or value is None:
+            params(entry, values, field)
+            return
+        from .static import target_info
+
+        if not resolve or target_info(value) is not None or value.split(":")[0].split(".")[0] not in allowed:
+            return
+        from .build import _call_model, validated_kwargs
+        from .contract import check_params_model, transform_params
+        from .errors import BuildError, ParamError
+        from .resolve import resolve as resolve_target
+
+        try:
+            fn = resolve_target(value, locate(file, field), kind=kind)
+            getter = check_params_model if kind == "metric_check" else transform_params
+            prefix, _, last = field.rpartition(".")
+            validated_kwargs(_call_model(getter, fn, value, locate(file, field)), values,
+                             lambda f: locate(file, f"{prefix}.{f}"), last)
+        except ResolveError:
+            return  # reported by target()
+        except (ParamError, BuildError) as exc:
+            errors.append(SpecError(exc.message, exc.location))
 
     def tiny_config(src: ZooSource, field: str) -> None:
         """A package without a static index: ``tiny_config`` (merged over ``config``) through the imported
@@ -92,8 +119,10 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             for v, values in proc.variant_params.items():
                 params(entry, values, f"{section}.{name}.variant_params.{v}")
     for i, metric in enumerate(spec.metrics):
-        target(metric.check, f"metrics.{i}.check", "metric_check")
+        call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
+    for tname, entry in spec.training.items():
+        params(target(entry.trainer, f"training.{tname}.trainer", "trainer"), entry.params, f"training.{tname}.params")
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"
@@ -105,7 +134,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                     if resolve and factory_entry is None:
                         tiny_config(src, field)
                 target(src.convert, f"{field}.convert", "converter")
-            target(getattr(src, "transform", None), f"{field}.transform", "transform")
+            call_params(getattr(src, "transform", None), getattr(src, "transform_config", {}), f"{field}.transform_config",
+                        "transform")
             if isinstance(src, HubSource) and src.model_class:
                 from .static import library_has
 
@@ -120,6 +150,24 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                 if known is not None and not known[0]:
                     hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
                     errors.append(SpecError(f"timm has no model {src.model_name!r}{hint}", locate(file, f"{field}.model_name")))
+            for key, ref in src.config_files().items():
+                at = ("models", role, "variants", variant, "transform_config", key, "file")
+                path = origin_dir(file, at, Path(file).parent) / ref.file
+                here = locate(file, ".".join(at[:-1]))
+                if not any(within(root, path) for root in (*spec_roots(file), origin_dir(file, at, Path(file).parent).resolve())):
+                    errors.append(SpecError(f"file {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)", here))
+                elif not path.is_file():
+                    errors.append(SpecError(f"file {path} does not exist", here))
+                else:
+                    from .build import sha256_file
+
+                    if sha256_file(path) != ref.sha256:
+                        errors.append(SpecError(f"sha256 mismatch for {path.name}: file has {sha256_file(path)}",
+                                                locate(file, ".".join(at[:-1]) + ".sha256")))
+            if isinstance(src, RoleSource) and src.from_spec is not None:
+                problem = foreign_role_problem(src, variant)
+                if problem:
+                    errors.append(SpecError(problem, locate(file, f"{field}.from_spec")))
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
                 from .build import sha256_file
 
@@ -135,3 +183,24 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                         f"sha256 mismatch for {path.name}: file has {sha256_file(path)}", locate(file, f"{field}.sha256")
                     ))
     return errors
+
+
+def foreign_role_problem(src: RoleSource, variant: str) -> str | None:
+    """Why a ``from_spec`` role cannot be built (no such catalogued spec, no such role or variant), or None;
+    reads the named spec's YAML only (no validation of it, no import)."""
+    from .errors import SpecError as _SpecError
+    from .loader import find_spec_by_name, read_document
+
+    assert src.from_spec is not None
+    path = find_spec_by_name(src.from_spec)
+    if path is None:
+        return f"no spec named {src.from_spec!r} in the catalog (built-ins, zoo.specs plugins, ZOO_SPECS_PATH)"
+    try:
+        data = read_document(path).data
+    except _SpecError as exc:
+        return f"spec {src.from_spec!r} cannot be read: {exc}"
+    v = src.from_variant or variant
+    role = ((data or {}).get("models") or {}).get(src.from_role) if isinstance(data, dict) else None
+    if not isinstance(role, dict) or v not in (role.get("variants") or {}):
+        return f"spec {src.from_spec!r} has no role {src.from_role!r} with a {v} variant"
+    return None

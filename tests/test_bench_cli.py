@@ -115,3 +115,145 @@ def test_builtin_metric_bench_commands_name_a_benchmark_that_takes_their_options
         text = _bench_help(name, capsys)
         missing = [o for o in sorted(opts | {"--quick"}) if o not in text]
         assert not missing, (name, missing)
+
+
+# ----------------------------------------------------------------------------- the engine-owned benchmark CLI
+NEW_SHAPE = '''
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+from registry.contract import Options, Procedure, benchmark
+
+RUNS = []
+
+
+class Echo(Procedure):
+    def __call__(self, *, seed=0):
+        return seed
+
+
+class DemoOptions(Options):
+    rows: int = Field(100, ge=1, le=10_000, description="rows per arm")
+    arms: list[str] = Field(["a", "b"], max_length=8, description="which arms")
+    mode: Literal["fast", "exact"] = "exact"
+    lr: float | None = Field(None, gt=0, le=1, description="step size (default: the recipe's)")
+    plot: bool = True
+    quick: ClassVar[dict[str, Any]] = {"rows": 7, "arms": ["a"]}
+
+
+@benchmark(options=DemoOptions)
+def run(ctx, opts):
+    """Demo benchmark: echoes its options."""
+    RUNS.append((ctx, opts))
+    ctx.report(f"| rows | {opts.rows} |")
+    if opts.plot:
+        ctx.figure("demo.png").write_bytes(b"png")
+    ctx.write_text("notes/extra.txt", "more")
+    return {"rows": opts.rows, "seed": ctx.seed, "quick": ctx.quick, "pipe": ctx.pipeline().variant}
+'''
+
+
+@pytest.fixture
+def new_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, object]:
+    spec = write_plugin(tmp_path, monkeypatch, "zoo_bench_new", NEW_SHAPE,
+                        echo_spec("bench-new", "zoo_bench_new", 'bench: "zoo_bench_new:run"\n'))
+    import zoo_bench_new  # type: ignore[import-not-found]
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return spec, zoo_bench_new
+
+
+def test_new_shape_gets_the_engine_flags_and_its_options(new_bench, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, mod = new_bench
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", str(spec), "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("--quick", "--json", "--out-dir", "--seed", "--help", "--rows", "--arms", "--mode", "--lr", "--plot", "--no-plot"):
+        assert flag in text, flag
+    assert "rows per arm (default 100; quick 7)" in text and "engine options (the same for every benchmark)" in text
+
+    assert main(["bench", str(spec), "--quick", "--arms", "b", "a", "--seed", "5"]) == 0
+    ctx, opts = mod.RUNS[-1]
+    assert (opts.rows, opts.arms, opts.mode, opts.lr, ctx.seed, ctx.quick) == (7, ["b", "a"], "exact", None, 5, True)  # explicit wins
+    out = capsys.readouterr()
+    assert "| rows | 7 |" in out.out
+    folder = Path.cwd() / "zoo-bench-bench-new"  # the default: a folder named after the spec, under the cwd
+    assert sorted(p.name for p in Path.cwd().iterdir()) == ["zoo-bench-bench-new"]  # nothing else in the cwd
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "bench-new-bench.json", "bench-new-bench.md", "demo.png", "notes/extra.txt"]
+    doc = json.loads((folder / "bench-new-bench.json").read_text())
+    assert doc["result"] == {"rows": 7, "seed": 5, "quick": True, "pipe": "toy"}
+    assert doc["options"]["arms"] == ["b", "a"] and doc["seed"] == 5 and doc["quick"] is True
+    assert (folder / "bench-new-bench.md").read_text() == "| rows | 7 |\n"  # a fresh report per run
+    assert f"wrote {folder / 'demo.png'}" in out.err
+
+
+def test_new_shape_json_out_dir_and_one_line_errors(new_bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, mod = new_bench
+    out_dir = tmp_path / "elsewhere"
+    assert main(["bench", str(spec), "--json", "--out-dir", str(out_dir), "--rows", "12", "--lr", "0.5", "--no-plot",
+                 "--mode", "fast"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)  # stdout is the JSON document only; the table went to stderr
+    assert doc["result"]["rows"] == 12 and doc["options"] == {"rows": 12, "arms": ["a", "b"], "mode": "fast", "lr": 0.5, "plot": False}
+    assert "| rows | 12 |" in out.err and not (out_dir / "demo.png").exists()
+    assert not (Path.cwd() / "zoo-bench-bench-new").exists()
+    for argv, flag in ((["--rows", "0"], "--rows"), (["--rows", "many"], "--rows"), (["--lr", "2"], "--lr"), (["--seed", "-1"], "--seed")):
+        assert main(["bench", str(spec), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and flag in err, err
+    with pytest.raises(SystemExit) as exc:  # argparse: an unknown flag or a bad choice is its own usage error
+        main(["bench", str(spec), "--mode", "slow"])
+    assert exc.value.code == 2
+
+
+def test_options_models_are_checked_when_registered() -> None:
+    from typing import Any, ClassVar
+
+    from registry.contract import Options, benchmark, trainer
+
+    class Shadow(Options):
+        seed: int = 0
+
+    with pytest.raises(TypeError, match="shadows an engine flag"):
+        benchmark(options=Shadow)(lambda ctx, opts: {})
+
+    class BadQuick(Options):
+        rows: int = 10
+        quick: ClassVar[dict[str, Any]] = {"rowz": 1}
+
+    with pytest.raises(TypeError, match="quick names 'rowz'"):
+        benchmark(options=BadQuick)(lambda ctx, opts: {})
+    with pytest.raises(TypeError, match=r"expected fn\(ctx, opts\)"):
+        trainer(lambda ctx: None)
+
+
+def test_outputs_stay_inside_the_output_folder(tmp_path: Path) -> None:
+    from registry.context import Context
+    from registry.errors import ZooError
+
+    ctx = Context(object(), out_dir=tmp_path / "out")  # type: ignore[arg-type]
+    for bad in ("../x.png", "/tmp/x.png", "a/../../x", "~/x", ""):
+        with pytest.raises(ZooError, match="inside the output folder"):
+            ctx.path(bad)
+    assert ctx.path("a/b.png") == (tmp_path / "out" / "a" / "b.png").resolve()
+
+
+def test_every_converted_builtin_benchmark_shows_the_same_engine_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """`zoo bench NAME --help` of every built-in benchmark in the engine-owned shape lists the engine's five flags
+    under the same heading, then its own options (robuq, probe and deep-forcing at least)."""
+    import zoo
+    from registry.resolve import resolve
+
+    converted = [n for n in zoo.list() if zoo.spec(n).bench and getattr(resolve(zoo.spec(n).bench, kind="benchmark"), "zoo_options", None)]
+    assert {"robuq", "probe", "deep-forcing"} <= set(converted)
+    for name in converted:
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", name, "--help"])
+        assert exc.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert text.startswith(f"usage: zoo bench {name} [-h] [--quick] [--json] [--out-dir DIR] [--seed N]"), text[:200]
+        assert "engine options (the same for every benchmark):" in text and f"{name} options:" in text

@@ -111,38 +111,38 @@ BUILTIN = Path(__file__).resolve().parents[1] / "specs"
 
 
 def _digits_builds(child: Path, **kw: object) -> None:
-    """The child inherits f-dpmsolver's digits UNet, whose weights file is relative to the parent."""
+    """The child inherits the digits spec's UNet, whose weights file is relative to the parent."""
     from registry.build import build_pipeline
     from registry.loader import source_dir
 
     spec = load_spec_file(child, **kw)
-    assert spec.models["denoiser"].variants["digits"].weights == "weights/f-dpmsolver-digits-unet.safetensors"
-    assert source_dir(str(child), "denoiser", "digits", child.parent) == BUILTIN.resolve()
-    pipe = build_pipeline(spec, file=child, variant="digits", device="cpu", use_cache=False)
-    assert pipe.models["denoiser"] is not None
+    assert spec.models["unet"].variants["toy"].weights == "weights/f-dpmsolver-digits-unet.safetensors"
+    assert source_dir(str(child), "unet", "toy", child.parent) == BUILTIN.resolve()
+    pipe = build_pipeline(spec, file=child, variant="toy", device="cpu", use_cache=False)
+    assert pipe.models["unet"] is not None
 
 
 def test_inherited_weights_stay_relative_to_the_parent_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A child in another folder extending ``specs/f-dpmsolver.yaml`` by path (the caller widening
+    """A child in another folder extending ``specs/digits.yaml`` by path (the caller widening
     the folder tree with ``root``) loads and builds: the parent's weights resolve against the
     parent's folder, not the child's."""
     import os
 
     other = tmp_path / "mine"
     other.mkdir()
-    child = other / "fdpm-mine.yaml"
-    child.write_text(f"extends: {os.path.relpath(BUILTIN / 'f-dpmsolver.yaml', other)}\nname: fdpm-mine\n")
+    child = other / "digits-mine.yaml"
+    child.write_text(f"extends: {os.path.relpath(BUILTIN / 'digits.yaml', other)}\nname: digits-mine\n")
     _digits_builds(child, root=BUILTIN)
 
 
 def test_extends_by_spec_name_through_the_catalog(tmp_path: Path) -> None:
-    """``extends: f-dpmsolver`` names a catalogued spec: no path, no widened root; the parent's own
+    """``extends: digits`` names a catalogued spec: no path, no widened root; the parent's own
     weights (inside the parent's folder tree) are fine, and the result is the parent's data."""
-    child = tmp_path / "fdpm-named.yaml"
-    child.write_text("extends: f-dpmsolver\nname: fdpm-named\nsamplers:\n  f-ddim:\n    params: {num_inference_steps: 7, solver_order: 1}\n")
+    child = tmp_path / "digits-named.yaml"
+    child.write_text("extends: digits\nname: digits-named\nsamplers:\n  unet-ddim:\n    params: {num_inference_steps: 7}\n")
     spec = load_spec_file(child)
-    parent = load_spec_file(BUILTIN / "f-dpmsolver.yaml")
-    assert spec.samplers["f-ddim"].params["num_inference_steps"] == 7
+    parent = load_spec_file(BUILTIN / "digits.yaml")
+    assert spec.samplers["unet-ddim"].params == {"role": "unet", "num_inference_steps": 7}
     assert spec.models == parent.models and spec.implementation == parent.implementation
     _digits_builds(child)
 
@@ -150,10 +150,10 @@ def test_extends_by_spec_name_through_the_catalog(tmp_path: Path) -> None:
 def test_child_weights_outside_its_tree_are_still_refused(tmp_path: Path) -> None:
     """Inheriting by name widens nothing for the child's own paths: a weights path the child writes
     outside its folder tree is still an error at its line."""
-    child = tmp_path / "fdpm-evil.yaml"
-    child.write_text("extends: f-dpmsolver\nname: fdpm-evil\nmodels:\n  denoiser:\n    variants:\n      digits:\n"
-                     "        weights: ../../etc/x.safetensors\n")
-    with pytest.raises(SpecError, match=r"fdpm-evil.yaml:7:9: .*outside the spec's folder tree"):
+    child = tmp_path / "digits-evil.yaml"
+    child.write_text("extends: digits\nname: digits-evil\nmodels:\n  unet:\n    variants:\n      toy:\n"
+                     "        weights: ../../etc/x.safetensors\ntraining: null\n")  # (its trainer produces the parent's file)
+    with pytest.raises(SpecError, match=r"digits-evil.yaml:7:9: .*outside the spec's folder tree"):
         load_spec_file(child)
 
 

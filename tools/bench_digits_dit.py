@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from zoo.common.digits import (  # noqa: E402
-    NUM_CLASSES, classifier_accuracy, digits_classifier, digits_split, frechet_distance, load_digits_dit, sample_digits, save_digit_grid,
+    NUM_CLASSES, classifier_accuracy, digits_classifier, digits_split, frechet_distance, build_digits_dit, sample_digits, save_digit_grid,
 )
 
 SETTINGS = [("ddim", 50, 1.0), ("ddim", 50, 2.0), ("ddim", 20, 1.0), ("dpmsolver++", 20, 1.0), ("unipc", 10, 1.0)]
@@ -31,13 +31,21 @@ SETTINGS = [("ddim", 50, 1.0), ("ddim", 50, 2.0), ("ddim", 20, 1.0), ("dpmsolver
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--weights", type=Path, default=None, help="checkpoint (default: the shipped specs/weights/digits-dit.safetensors)")
+    ap.add_argument("--weights", type=Path, default=None, help="checkpoint (default: the shipped one, role dit of specs/digits.yaml)")
     ap.add_argument("--per-class", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "common")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    model = load_digits_dit(args.weights)
+    if args.weights is None:
+        import zoo
+
+        model = zoo.load("digits", variant="toy").models["dit"]  # the spec's declaration: sha256-verified, strict
+    else:
+        from safetensors.torch import load_file
+
+        model = build_digits_dit()
+        model.load_state_dict(load_file(str(args.weights)), strict=True)
     clf = digits_classifier()
     s = digits_split()
     labels = torch.arange(NUM_CLASSES).repeat_interleave(args.per_class)

@@ -29,6 +29,7 @@ EPILOG = """examples:
   zoo check --all
   zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
   zoo bench f-dpmsolver --quick     # the method's benchmark (from an installed wheel too)
+  zoo train robuq --check           # retrain the shipped files, compare with the spec's sha256
   zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out samples/   # shards on disk, resumable
   torchrun --nproc-per-node 2 -m zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out samples/
   zoo schema > zoo-spec.schema.json
@@ -206,7 +207,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     if s.summary:
         print(f"  summary:         {' '.join(s.summary.split())}")
     print("  models:")
-    rows = [[role, v, src.source, getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "") or ""]
+
+    def where(src: Any) -> str:
+        if src.source == "role":  # a derived role, or another spec's declaration (from_spec)
+            origin = f"{src.from_spec}:{src.from_role}" + (f" ({src.from_variant})" if src.from_variant else "") if src.from_spec else src.from_role
+            return f"from {origin}" + (f" + {src.transform}" if src.transform else "")
+        return getattr(src, "id", None) or getattr(src, "factory", None) or getattr(src, "model_name", "") or ""
+
+    rows = [[role, v, src.source, where(src)]
             for role, m in s.models.items() for v, src in m.variants.items()]
     for line in _table(rows, "    "):
         builtins.print(line)
@@ -234,6 +242,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             builtins.print(line)
     if s.invariants:
         print(f"  invariants:      {', '.join(s.invariants)}")
+    if s.bench:
+        print(f"  benchmark:       zoo bench {s.name} [--quick] [--out-dir D] ({s.bench}; --help lists its options)")
+    for tname, t in s.training.items():
+        print(f"  training {tname}:  {t.trainer} -> {', '.join(t.produces)} (zoo train {s.name} --only {tname} [--check])")
     return 0
 
 
@@ -367,8 +379,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         raise ZooError("zoo metrics --plot: name one spec")
     report = []
     for n in names:
+        e = zoo.entry(n)
         s = zoo.spec(n)
-        spec_rows = rows(s)
+        spec_rows = rows(s, spec_file=e.path)  # only this file's measurements (path + sha256 of the resolved spec)
         if args.json:
             report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
         else:
@@ -383,19 +396,26 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
-    """Run the method's benchmark (the spec's ``bench:`` target, resolved through the allowlist)."""
-    from registry.loader import locate
-    from registry.resolve import resolve
+    """Run the method's benchmark (the spec's ``bench:`` target, resolved through the allowlist) with the
+    engine's flags and its options (:func:`registry.harness.run_bench`)."""
+    from registry.harness import bench_usage, run_bench
+
+    if args.name is None:
+        asked = any(a in ("-h", "--help") for a in extra)
+        print(bench_usage(), file=sys.stdout if asked else sys.stderr)
+        print("engine options: --quick (a reduced run), --json (the result as JSON on stdout), --out-dir DIR "
+              "(default ./zoo-bench-NAME/), --seed N (default 0)", file=sys.stdout if asked else sys.stderr)
+        return 0 if asked else 2
+    e = zoo.entry(args.name)
+    return run_bench(zoo.spec(args.name), e.path, extra)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Re-make a spec's shipped files with its registered trainers (:func:`registry.harness.run_train`)."""
+    from registry.harness import run_train
 
     e = zoo.entry(args.name)
-    s = zoo.spec(args.name)
-    if s.bench is None:
-        raise ZooError(f"{s.name} declares no benchmark (spec field bench:); its metrics' command: lines say how they were measured")
-    fn = resolve(s.bench, locate(str(e.path), "bench"), kind="benchmark")
-    argv = (["--quick"] if args.quick else []) + extra
-    print(f"[zoo bench {s.name}: {s.bench}({argv})]", file=sys.stderr)
-    rc = fn(argv)
-    return int(rc or 0)
+    return run_train(zoo.spec(args.name), e.path, only=args.only, check=args.check, out_dir=args.out_dir)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -420,6 +440,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
     from registry.hardware import fits, offline
+    from registry.requirements import unmet
 
     versions = {}
     for pkg in ("zoo-icml2026", "torch", "transformers", "diffusers", "timm", "pydantic", "hypothesis", "safetensors"):
@@ -436,7 +457,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if s is None:  # changed on disk since it was indexed
             broken.append(e)
             continue
-        specs.append({"name": s.name, "runs_here": [v for v in s.variants if fits(s.hardware[v], m)[0]], "origin": e.origin})
+        needs = [u.needs for u in unmet(s)]  # an optional extra not installed: nothing of the spec runs here
+        specs.append({"name": s.name, "runs_here": [] if needs else [v for v in s.variants if fits(s.hardware[v], m)[0]],
+                      "needs": needs, "origin": e.origin})
     from registry.resolve import plugin_problems
 
     plugins = plugin_problems()
@@ -457,7 +480,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for line in _table([[k.ljust(10), v] for k, v in rows]):
         builtins.print(line)
     builtins.print("specs:")
-    rows = [[sp["name"], f"runs here: {', '.join(sp['runs_here']) or 'nothing'}", f"({sp['origin']})"] for sp in specs]
+    rows = [[sp["name"], f"needs: {', '.join(sp['needs'])}" if sp["needs"] else f"runs here: {', '.join(sp['runs_here']) or 'nothing'}",
+             f"({sp['origin']})"] for sp in specs]
     for line in _table(rows, "  ", ["ok" if sp["runs_here"] else "dim" for sp in specs]):
         builtins.print(line)
     for b in broken:
@@ -559,10 +583,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", metavar="OUT.png", help="write a PNG: paper, ours and the last measurement per metric")
 
-    s = sub.add_parser("bench", help="run a method's benchmark (its spec's bench: entry); extra arguments go to it",
-                       epilog="e.g. zoo bench f-dpmsolver --quick; zoo bench f-dpmsolver -- --help lists the benchmark's own options")
+    s = sub.add_parser("bench", add_help=False, usage="zoo bench NAME [--quick] [--json] [--out-dir DIR] [--seed N] [options]",
+                       help="run a method's benchmark (its spec's bench:); `zoo bench NAME --help` lists its flags")
+    s.add_argument("name", nargs="?", help="spec name or spec file")
+
+    s = sub.add_parser("train", help="re-make a spec's shipped files with its registered trainers (spec field training:)",
+                       epilog="e.g. zoo train robuq --check (retrain into a temporary folder and compare with the spec's sha256); "
+                              "from a checkout, --out-dir specs/weights refreshes the shipped files")
     s.add_argument("name", help="spec name or spec file")
-    s.add_argument("--quick", action="store_true", help="a reduced run (seconds to a minute) that still prints the table")
+    s.add_argument("--check", action="store_true",
+                   help="exit 1 unless every produced file is byte-identical to the spec's declaration (trains into a temporary folder "
+                        "unless --out-dir is given)")
+    s.add_argument("--out-dir", metavar="DIR", help="where the files go (default ./zoo-train-NAME/; never the installed package)")
+    s.add_argument("--only", action="append", metavar="ENTRY", help="run only this training entry (repeatable)")
 
     s = sub.add_parser("new", help="scaffold a method package (spec, procedure, invariants, tests) that passes zoo check")
     s.add_argument("name", help="kebab-case spec name; the package is its snake_case form")
@@ -630,7 +663,7 @@ def _main(argv: list[str] | None = None) -> int:
             return cmd_run(args, extra)
         if args.command == "bench":
             return cmd_bench(args, extra)
-        handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
+        handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema, "train": cmd_train,
                    "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new,
                    "sample": cmd_sample}[args.command]
         return handler(args)

@@ -78,59 +78,56 @@ def test_sample_digits_learned_sigma_and_guidance_shapes():
     assert torch.equal(x1, D.sample_digits(m, labels, 3, "ddim", seed=4))
 
 
-def test_shipped_digits_dit_loads_with_its_sha256():
-    """The shipped checkpoint is under 1 MB, matches DIGITS_DIT_SHA256 and loads strictly."""
-    assert D.DIGITS_DIT_WEIGHTS.stat().st_size < 1_000_000
-    from zoo.common.training import sha256_file
+def test_shipped_digits_dit_is_small_and_builds_from_its_one_declaration():
+    """The shipped checkpoint is under 1 MB and the engine builds the spec's ``dit`` role from it (strict, sha256-checked)."""
+    from shipped import digits_dit, spec_file
 
-    assert sha256_file(D.DIGITS_DIT_WEIGHTS) == D.DIGITS_DIT_SHA256
-    m = D.load_digits_dit()
-    assert sum(p.numel() for p in m.parameters()) == 200_900
+    assert spec_file("digits", "weights/digits-dit.safetensors").stat().st_size < 1_000_000
+    assert sum(p.numel() for p in digits_dit().parameters()) == 200_900
 
 
 @pytest.mark.slow
 def test_shipped_dit_samples_are_recognised():
     """DDIM-50 class-conditional samples (20 per class) are recognised by the classifier at >= 80 %."""
-    m = D.load_digits_dit()
+    from shipped import digits_dit
+
+    m = digits_dit()
     labels = torch.arange(10).repeat_interleave(20)
     x = D.sample_digits(m, labels, 50, "ddim", seed=0)
     assert D.digits_classifier().accuracy(x, labels) >= 0.8
 
 
-def test_digits_dit_is_a_spec_buildable_factory_with_the_shipped_weights():
-    """A spec can name the shared DiT (``source: zoo``, ``factory: zoo.common.digits:build_digits_dit``, the
-    shipped weights + sha256): the engine's strict, hash-checked load gives the same weights as
-    :func:`load_digits_dit`; an out-of-range config is refused by the factory's params model."""
+def test_digits_dit_factory_with_the_shipped_weights_is_the_spec_role_and_validates_its_config():
+    """``source: zoo`` with ``zoo.common.digits:build_digits_dit`` and the shipped file (as ``specs/digits.yaml`` declares
+    it) gives the same weights as the spec's role; an out-of-range config is refused by the factory's params model."""
+    import zoo
     from registry.build import build_model
     from registry.errors import ParamError
-    from registry.spec import ZooSource
 
-    src = dict(source="zoo", factory="zoo.common.digits:build_digits_dit", weights="weights/digits-dit.safetensors", sha256=D.DIGITS_DIT_SHA256)
-    built = build_model(ZooSource(**src), spec_dir=D.DIGITS_DIT_WEIGHTS.parents[1])
-    ref = D.load_digits_dit().state_dict()
+    spec = zoo.spec("digits")
+    src = spec.models["dit"].variants["toy"]
+    folder = zoo.entry("digits").path.parent
+    built = build_model(src, spec_dir=folder)
+    ref = zoo.load("digits", variant="toy").models["dit"].state_dict()
     assert all(torch.equal(v, ref[k]) for k, v in built.state_dict().items()) and built.state_dict().keys() == ref.keys()
     with pytest.raises(ParamError, match="num_layers"):
-        build_model(ZooSource(**{**src, "config": {"num_layers": 10_000}}), spec_dir=D.DIGITS_DIT_WEIGHTS.parents[1])
+        build_model(src.model_copy(update={"config": {"num_layers": 10_000}}), spec_dir=folder)
 
 
-def test_digits_unet_is_the_common_factory_of_both_specs_and_loads_the_pinned_weights_bit_for_bit():
-    """Second use (F-DPMSolver, PROBE) moved ``build_digits_unet`` to zoo.common.digits: both specs' UNet roles
-    name it there, and each role loads the sha256-pinned file bit for bit (every tensor equal to the file's)."""
-    from pathlib import Path
-
+def test_the_digits_unet_is_declared_once_and_every_user_gets_that_model_bit_for_bit():
+    """F-DPMSolver's digits denoiser and PROBE's held-out UNet name the one declaration in ``specs/digits.yaml``
+    (``from_spec: digits``): both pipelines hold the very model the digits spec builds, equal to the declared file."""
     from safetensors.torch import load_file
 
     import zoo
 
-    root = Path(__file__).resolve().parents[2]
-    shipped = load_file(str(root / "specs/weights/f-dpmsolver-digits-unet.safetensors"))
+    pipe = zoo.load("digits", variant="toy")
+    shipped = load_file(str(pipe.ctx.spec_file("weights/f-dpmsolver-digits-unet.safetensors")))
+    unet = pipe.models["unet"]
     for spec, role, variant in (("f-dpmsolver", "denoiser", "digits"), ("probe", "unet", "toy")):
         src = zoo.spec(spec).models[role].variants[variant]
-        assert src.factory == "zoo.common.digits:build_digits_unet", spec
-        assert src.sha256 == "029bb57fb53e9b2198f1e617219de316fa93d34180853c43d8e4f2a8ee9889bd", spec
-    from registry.build import build_model
-
-    unet = build_model(zoo.spec("probe").models["unet"].variants["toy"], spec_dir=root / "specs")
+        assert (src.source, src.from_spec, src.from_role, src.share) == ("role", "digits", "unet", True), spec
+        assert zoo.load(spec, variant=variant).models[role] is unet, spec
     state = unet.state_dict()
     assert state.keys() == shipped.keys()
     assert all(torch.equal(state[k], v) for k, v in shipped.items())

@@ -11,7 +11,14 @@ from pydantic import ValidationError
 
 from zoo.methods.deep_forcing import invariants as inv
 from zoo.methods.deep_forcing.policy import CachePolicy, FrameKVCache, Rope3D, policy, select_top_c
-from zoo.methods.deep_forcing.toy import CHANNELS, load_toy, make_clips, rollout
+from zoo.methods.deep_forcing.toy import CHANNELS, make_clips, rollout
+
+
+def load_toy():
+    """The shipped toy as the engine builds it from the spec (a private copy)."""
+    from shipped import shipped_role
+
+    return shipped_role("deep-forcing", "video")
 
 
 # ----------------------------------------------------------------------------- negative controls
@@ -198,12 +205,12 @@ def test_rollout_through_zoo_load_copies_prompt_and_counts_tokens():
 
 @pytest.mark.slow
 def test_bench_quick_runs_and_ds_beats_fifo(tmp_path):
-    from zoo.methods.deep_forcing.benchmark import main
-
-    assert main(["--quick", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
     import json
 
-    res = json.loads((tmp_path / "r.json").read_text())
+    from zoo.cli import main
+
+    assert main(["bench", "deep-forcing", "--quick", "--out-dir", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "deep-forcing-bench.json").read_text())["result"]
     assert (tmp_path / "deep-forcing.png").is_file()
     assert res["rows"]["full-cache"]["cache_tokens_end"] == 252 * 4
     assert res["rows"]["fifo"]["cache_tokens_max"] == 21 * 4

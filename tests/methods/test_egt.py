@@ -234,9 +234,9 @@ def test_bench_gaussian_only_writes_table_png_and_json(tmp_path: Path, capsys: p
 # ----------------------------------------------------------------------------- the digits proxy
 @pytest.fixture(scope="module")
 def dit():
-    from zoo.common.digits import load_digits_dit
+    from shipped import digits_dit
 
-    return load_digits_dit()
+    return digits_dit()
 
 
 def test_heldout_loss_of_a_zero_predictor_is_the_noise_energy(dit) -> None:

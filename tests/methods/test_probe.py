@@ -4,7 +4,6 @@ the timm role as the engine builds it, stage 1 moving the critic's score, stage 
 class-balanced batches, and the zoo run / bench paths."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,14 @@ from zoo.common.lora import LoRALinear, inject_lora
 from zoo.methods.probe import core
 from zoo.methods.probe import invariants as inv
 from zoo.methods.probe.core import FAKE, REAL, balanced_accuracy, probe_stage1
+
+
+def _models() -> tuple[object, object]:
+    """The toy's shared DiT and shipped detector as the engine builds them (the checks only read them)."""
+    import zoo
+
+    models = zoo.load("probe", variant="toy").models
+    return models["dit"], models["detector"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,9 +76,10 @@ def test_zero_b_check_rejects_a_lora_initialised_with_nonzero_b() -> None:
                     nn.init.normal_(b, std=1e-3)
         return names
 
-    inv.check_zero_b_identity(inject_lora, 4)
+    dit, _ = _models()
+    inv.check_zero_b_identity(inject_lora, 4, dit)
     with pytest.raises(AssertionError, match="max"):
-        inv.check_zero_b_identity(nonzero_b, 4)
+        inv.check_zero_b_identity(nonzero_b, 4, dit)
 
 
 def test_frozen_check_rejects_a_critic_left_in_train_mode_and_a_no_op_stage1() -> None:
@@ -88,11 +96,12 @@ def test_frozen_check_rejects_a_critic_left_in_train_mode_and_a_no_op_stage1() -
         run.l_prec.append(0.0)
         return run
 
-    inv.check_detector_frozen(probe_stage1, 1)
+    models = _models()
+    inv.check_detector_frozen(probe_stage1, 1, *models)
     with pytest.raises(AssertionError, match="changed during stage 1"):
-        inv.check_detector_frozen(train_mode_critic, 1)
+        inv.check_detector_frozen(train_mode_critic, 1, *models)
     with pytest.raises(AssertionError, match="did not move"):
-        inv.check_detector_frozen(no_op, 1)
+        inv.check_detector_frozen(no_op, 1, *models)
 
 
 def test_buffer_check_rejects_snapshots_at_the_wrong_steps() -> None:
@@ -102,21 +111,23 @@ def test_buffer_check_rejects_snapshots_at_the_wrong_steps() -> None:
         return run
 
     with pytest.raises(AssertionError):
-        inv.check_buffer(off_by_one, 0, steps=2, every=1, batch=1)
+        inv.check_buffer(off_by_one, 0, 2, 1, 1, *_models())
 
 
 # ----------------------------------------------------------------------------- shipped detector and the timm role
-def test_detector_sha_in_code_equals_the_spec_and_the_timm_role_loads_it_bit_for_bit() -> None:
+def test_the_timm_role_loads_the_declared_detector_file_bit_for_bit() -> None:
+    from safetensors.torch import load_file
+
     import zoo
 
-    spec = zoo.spec("probe")
-    src = spec.models["detector"].variants["toy"]
-    assert src.source == "timm" and src.sha256 == core.DETECTOR_SHA256
-    built = zoo.load("probe", variant="toy").models["detector"]
+    pipe = zoo.load("probe", variant="toy")
+    assert zoo.spec("probe").models["detector"].variants["toy"].source == "timm"
+    built = pipe.models["detector"]
     assert not built.training, "the engine must hand out the timm role in eval mode"
-    mine = core.load_detector()
-    for (k, v), (k2, w) in zip(built.state_dict().items(), mine.state_dict().items()):
-        assert k == k2 and torch.equal(v, w), k
+    shipped = load_file(str(pipe.ctx.spec_file("weights/probe-detector.safetensors")))  # sha256 from the spec
+    assert built.state_dict().keys() == shipped.keys()
+    for k, v in built.state_dict().items():
+        assert torch.equal(v, shipped[k]), k
 
 
 def test_timm_role_refuses_a_tampered_detector_file(tmp_path: Path) -> None:
@@ -127,7 +138,7 @@ def test_timm_role_refuses_a_tampered_detector_file(tmp_path: Path) -> None:
     import zoo
 
     src = zoo.spec("probe").models["detector"].variants["toy"]
-    data = bytearray(core.DETECTOR_WEIGHTS.read_bytes())
+    data = bytearray(zoo.load("probe", variant="toy").ctx.spec_file("weights/probe-detector.safetensors").read_bytes())
     data[-1] ^= 1
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "probe-detector.safetensors").write_bytes(bytes(data))
@@ -139,7 +150,7 @@ def test_timm_role_refuses_a_tampered_detector_file(tmp_path: Path) -> None:
 def test_stage1_lowers_the_frozen_critics_fake_score() -> None:
     """The critic's gradient reaches the LoRA: 12 steps at lr 3e-3 lower the mean P(fake) of the training
     batches (first 3 vs last 3 steps) while the detector is unchanged (the invariant checks the latter)."""
-    dit, det = inv._models()
+    dit, det = _models()
     run = probe_stage1(dit, det, steps=12, lambda_prec=0.0, lr=3e-3, batch=8, buffer_every=6, rank=4, seed=0)
     first, last = sum(run.fake_prob[:3]) / 3, sum(run.fake_prob[-3:]) / 3
     assert last < first - 0.1, (first, last)
@@ -147,7 +158,7 @@ def test_stage1_lowers_the_frozen_critics_fake_score() -> None:
 
 
 def test_stage2_fine_tunes_a_copy_and_uses_the_buffer_as_a_fake_pool() -> None:
-    _, det = inv._models()
+    _, det = _models()
     before = {k: v.clone() for k, v in det.state_dict().items()}
     real, fakes, buf = torch.randn(16, 1, 8, 8), torch.randn(16, 1, 8, 8), torch.randn(16, 1, 8, 8) + 3
     tuned = core.finetune_detector(det, real, fakes, buf, steps=2, lr=1e-3, seed=0, batch=8)
@@ -191,12 +202,12 @@ def test_zoo_run_prints_the_table_and_writes_the_buffer_png(tmp_path: Path, caps
 def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from zoo.methods.probe.benchmark import main
+    from zoo.cli import main
 
-    rc = main(["--quick", "--seeds", "0", "1", "--stage1-steps", "4", "--stage2-steps", "4", "--n-eval", "16", "--out-dir", str(tmp_path),
-               "--json", str(tmp_path / "r.json")])
+    rc = main(["bench", "probe", "--quick", "--seeds", "0", "1", "--stage1-steps", "4", "--stage2-steps", "4", "--n-eval", "16",
+               "--out-dir", str(tmp_path)])
     assert rc == 0
-    res = json.loads((tmp_path / "r.json").read_text())
+    res = json.loads((tmp_path / "probe-bench.json").read_text())["result"]
     assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic"}
     assert all(len(runs) == 2 for runs in res["arms"].values())
     assert (tmp_path / "probe.png").stat().st_size > 5000

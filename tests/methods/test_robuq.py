@@ -4,11 +4,13 @@ from the spec, the DiT-XL/2 loading/sampling path on tiny models, and QAT."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shipped import digits_dit
 
 from zoo.methods.robuq import invariants as inv
 from zoo.methods.robuq.model import _pack, _unpack, allocate_bits, install_quantizers, load_packed, pack_model, quant_modules, set_enabled
@@ -126,9 +128,11 @@ def test_pack_unpack_roundtrip_is_exact(seed, bits):
 
 
 def test_packed_export_reloads_exactly_and_is_smaller(tmp_path):
-    from zoo.common.digits import DIGITS_DIT_WEIGHTS, build_digits_dit, load_digits_dit
+    from shipped import spec_file
 
-    fp = load_digits_dit()
+    from zoo.common.digits import build_digits_dit
+
+    fp = digits_dit()
     q = quantize_dit(copy.deepcopy(fp), a_bits=3, lowrank_rank=8)
     path = pack_model(q, tmp_path / "p.safetensors")
     loaded = load_packed(path, build_digits_dit)
@@ -137,7 +141,7 @@ def test_packed_export_reloads_exactly_and_is_smaller(tmp_path):
     x, t, y = torch.randn(3, 1, 8, 8), torch.tensor([5, 400, 900]), torch.tensor([0, 3, 9])
     with torch.no_grad():
         assert torch.equal(loaded(x, t, class_labels=y).sample, q(x, t, class_labels=y).sample)
-    ratio = DIGITS_DIT_WEIGHTS.stat().st_size / path.stat().st_size
+    ratio = spec_file("digits", "weights/digits-dit.safetensors").stat().st_size / path.stat().st_size
     assert 2.0 < ratio < 3.0  # the toy's FP embedders and low-rank branches dominate (measured 2.28)
     with pytest.raises(ValueError, match="before freeze"):
         pack_model(q, tmp_path / "again.safetensors")
@@ -147,9 +151,7 @@ def test_packed_export_reloads_exactly_and_is_smaller(tmp_path):
 
 
 def test_ternary_weights_of_installed_layers_have_three_levels_per_row():
-    from zoo.common.digits import load_digits_dit
-
-    q = quantize_dit(load_digits_dit(), a_bits=4)
+    q = quantize_dit(digits_dit(), a_bits=4)
     for name, m in quant_modules(q).items():
         w = m.quantize_weight(m.rotated_weight()).detach()
         if m.weight_mode == "ternary":
@@ -159,9 +161,7 @@ def test_ternary_weights_of_installed_layers_have_three_levels_per_row():
 
 
 def test_quantisation_changes_output_more_at_fewer_bits():
-    from zoo.common.digits import load_digits_dit
-
-    fp = load_digits_dit()
+    fp = digits_dit()
     errs = [heldout_eps_mse(quantize_dit(copy.deepcopy(fp), a_bits=b, lowrank_rank=8), n=120) for b in (8, 2)]
     assert errs[1] > errs[0] > heldout_eps_mse(fp, n=120)
 
@@ -193,15 +193,14 @@ def test_ampn_role_respects_budget(pipe):
     assert set(bits.values()) <= {1, 2, 3, 4}
 
 
-def test_transform_refuses_paths_outside_specs():
-    from zoo.common.digits import load_digits_dit
-
-    with pytest.raises(ValueError, match="inside specs"):
-        quantize_dit(load_digits_dit(), packed="../../etc/passwd", sha256="0" * 64)
-    with pytest.raises(ValueError, match="sha256"):
-        quantize_dit(load_digits_dit(), packed="weights/digits-dit.safetensors")
-    with pytest.raises(ValueError, match="does not match"):
-        quantize_dit(load_digits_dit(), packed="weights/digits-dit.safetensors", sha256="0" * 64)
+def test_transform_takes_packed_files_only_as_verified_paths():
+    """``packed`` must be a file the engine resolved and verified (a spec's ``{file:, sha256:}`` value, a Path in
+    Python): a bare string (an unverified name the transform would have to resolve itself) is refused in one line;
+    the spec's packed roles reach it as absolute paths inside the spec's folder (checked in tests/test_context.py)."""
+    with pytest.raises(ValueError, match=r"transform_config.packed: expected a shipped file, written \{file:"):
+        quantize_dit(digits_dit(), packed="weights/robuq-w158a4-qat.safetensors")
+    with pytest.raises(ValueError, match="does not exist"):
+        quantize_dit(digits_dit(), packed=Path("/nonexistent/robuq.safetensors"))
 
 
 def test_samplers_accuracy_ordering_is_reported_not_assumed(pipe):
@@ -216,9 +215,7 @@ def test_samplers_accuracy_ordering_is_reported_not_assumed(pipe):
 
 
 def test_qat_lowers_heldout_error_and_is_reproducible():
-    from zoo.common.digits import load_digits_dit
-
-    fp = load_digits_dit()
+    fp = digits_dit()
     a = quantize_dit(copy.deepcopy(fp), a_bits=3)
     b = copy.deepcopy(a)
     before = heldout_eps_mse(a, n=120)
@@ -318,10 +315,9 @@ def test_attention_bound_check_rejects_a_missing_scale():
 
 def test_attention_error_on_the_digits_dit_is_small_and_falls_with_bits():
     """Measured on the FP DiT's own attention inputs (the spec metric): 8 bits ~1.5e-5 relative."""
-    from zoo.common.digits import load_digits_dit
     from zoo.methods.robuq.metrics import attention_error
 
-    errs = [attention_error(load_digits_dit(), b) for b in (4, 6, 8)]
+    errs = [attention_error(digits_dit(), b) for b in (4, 6, 8)]
     assert errs[0] > errs[1] > errs[2] > 0 and errs[2] < 1e-4
 
 
@@ -334,9 +330,9 @@ def test_attention_quantiser_passes_straight_through_gradients():
 
 
 def test_quantize_dit_attention_bits_layout_and_validation(tmp_path):
-    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.common.digits import build_digits_dit
 
-    fp = load_digits_dit()
+    fp = digits_dit()
     q = quantize_dit(copy.deepcopy(fp), a_bits=4)
     assert attention_bits_of(q) == {"transformer_blocks.0.attn1": 8, "transformer_blocks.1.attn1": 8}  # the paper's default
     assert set(attention_bits_of(quantize_dit(copy.deepcopy(fp), a_bits=4, attention_bits=None)).values()) == {None}
@@ -372,7 +368,7 @@ def test_gaussian_step_is_max_1960_and_mse_optimal():
 
 
 def test_gaussian_clip_gradient_is_zero_beyond_the_outer_levels_and_round_trips(tmp_path):
-    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.common.digits import build_digits_dit
     from zoo.methods.robuq.quant import gaussian_step, ste_quantize_tokens
 
     x = torch.tensor([[0.0, 0.1, -0.1, 0.2, -0.2, 0.05, -0.05, 9.0]], requires_grad=True)
@@ -382,8 +378,8 @@ def test_gaussian_clip_gradient_is_zero_beyond_the_outer_levels_and_round_trips(
     inside = ((xd - xd.mean(-1, keepdim=True)).abs() < reach).float()
     assert torch.equal(x.grad, inside) and inside[0, -1] == 0 and inside[0, 0] == 1
     with pytest.raises(ValueError, match="a_clip"):
-        quantize_dit(load_digits_dit(), a_clip="lloyd")
-    q = quantize_dit(load_digits_dit(), a_bits=3, a_clip="gaussian")
+        quantize_dit(digits_dit(), a_clip="lloyd")
+    q = quantize_dit(digits_dit(), a_bits=3, a_clip="gaussian")
     assert {m.a_clip for n, m in quant_modules(q).items() if "norm1" not in n} == {"gaussian"}
     loaded = load_packed(pack_model(q, tmp_path / "g.safetensors"), build_digits_dit)
     for m in quant_modules(q).values():
@@ -394,11 +390,10 @@ def test_gaussian_clip_gradient_is_zero_beyond_the_outer_levels_and_round_trips(
 
 
 def test_ampn_allocate_after_qat_respects_budget_and_sets_bits():
-    from zoo.common.digits import load_digits_dit
     from zoo.methods.robuq.model import group_costs, layer_groups
     from zoo.methods.robuq.procedures import ampn_allocate
 
-    q = quantize_dit(load_digits_dit(), a_bits=2)
+    q = quantize_dit(digits_dit(), a_bits=2)
     qat_finetune(q, 3, 5e-4, 16, seed=0)
     bits = ampn_allocate(q, 2.0, calib_size=16)
     costs = group_costs(q)
@@ -415,9 +410,9 @@ def test_packed_metadata_is_one_key_and_old_files_still_load(tmp_path):
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
-    from zoo.common.digits import build_digits_dit, load_digits_dit
+    from zoo.common.digits import build_digits_dit
 
-    q = quantize_dit(load_digits_dit(), a_bits=4)
+    q = quantize_dit(digits_dit(), a_bits=4)
     path = pack_model(q, tmp_path / "new.safetensors")
     with safe_open(str(path), framework="pt") as f:
         meta = f.metadata()
@@ -442,7 +437,7 @@ def test_attention_processor_refuses_cross_attention_and_masks():
     assert attn(x, encoder_hidden_states=x).shape == (1, 3, 8)
 
 
-def test_quantize_dit_explicit_attention_bits_must_agree_with_a_packed_file(tmp_path, monkeypatch):
+def test_quantize_dit_explicit_attention_bits_must_agree_with_a_packed_file(tmp_path):
     """With ``packed:`` the file's attention layout rules: the default (``auto``) takes it, an explicit value equal to it
     loads, a conflicting one (including FP vs a quantised file, and 8 vs an old file written without attention
     quantisers, i.e. FP) is a one-line error naming the parameter. Old files still load."""
@@ -451,19 +446,16 @@ def test_quantize_dit_explicit_attention_bits_must_agree_with_a_packed_file(tmp_
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
-    from zoo.common.digits import build_digits_dit, load_digits_dit
-    from zoo.common.training import sha256_file
-    from zoo.methods.robuq import procedures
+    from zoo.common.digits import build_digits_dit
 
-    monkeypatch.setattr(procedures, "SPECS_DIR", tmp_path)
-    new = pack_model(quantize_dit(load_digits_dit(), a_bits=4, attention_bits=6), tmp_path / "new.safetensors")
+    new = pack_model(quantize_dit(digits_dit(), a_bits=4, attention_bits=6), tmp_path / "new.safetensors")
     with safe_open(str(new), framework="pt") as f:
         meta = f.metadata()
     old = tmp_path / "old.safetensors"
     save_file(load_file(str(new)), str(old), metadata={"robuq_layout": json.dumps(json.loads(meta["robuq"])["linear"])})
 
     def load(name, **kw):
-        return quantize_dit(build_digits_dit(), packed=name, sha256=sha256_file(tmp_path / name), **kw)
+        return quantize_dit(build_digits_dit(), packed=tmp_path / name, **kw)
 
     assert set(attention_bits_of(load("new.safetensors")).values()) == {6}  # auto: the file's bits, not 8
     assert set(attention_bits_of(load("new.safetensors", attention_bits=6)).values()) == {6}
@@ -479,22 +471,19 @@ def test_quantize_dit_explicit_attention_bits_must_agree_with_a_packed_file(tmp_
     with pytest.raises(ValueError, match="transform_config.attention_bits: expected 2..16, null"):
         load("new.safetensors", attention_bits="eight")
     # without a packed file the default is the paper's 8
-    assert set(attention_bits_of(quantize_dit(load_digits_dit(), a_bits=4)).values()) == {8}
+    assert set(attention_bits_of(quantize_dit(digits_dit(), a_bits=4)).values()) == {8}
 
 
-def test_quantize_dit_layout_arguments_set_away_from_defaults_must_agree_with_a_packed_file(tmp_path, monkeypatch):
+def test_quantize_dit_layout_arguments_set_away_from_defaults_must_agree_with_a_packed_file(tmp_path):
     """A packed file rebuilds its own layout, so ``a_bits: 2`` beside a 4-bit file used to be ignored silently. Now a
     layout argument set away from its default that the file contradicts is a one-line error naming it; one that
     agrees loads; AMPN arguments beside a file (which holds its allocation) are refused."""
-    from zoo.common.digits import build_digits_dit, load_digits_dit
-    from zoo.common.training import sha256_file
-    from zoo.methods.robuq import procedures
+    from zoo.common.digits import build_digits_dit
 
-    monkeypatch.setattr(procedures, "SPECS_DIR", tmp_path)
-    pack_model(quantize_dit(load_digits_dit(), a_bits=3, hadamard=False, lowrank_rank=4), tmp_path / "w3.safetensors")
+    pack_model(quantize_dit(digits_dit(), a_bits=3, hadamard=False, lowrank_rank=4), tmp_path / "w3.safetensors")
 
     def load(**kw):
-        return quantize_dit(build_digits_dit(), packed="w3.safetensors", sha256=sha256_file(tmp_path / "w3.safetensors"), **kw)
+        return quantize_dit(build_digits_dit(), packed=tmp_path / "w3.safetensors", **kw)
 
     assert {m.a_bits for n, m in quant_modules(load(a_bits=3, hadamard=False, lowrank_rank=4)).items() if "norm1" not in n} == {3}
     load(block=8)  # a Hadamard block is moot in a file without the rotation, as it is without a file

@@ -10,12 +10,14 @@ class-conditional tiny DiT (diffusers ``DiTTransformer2DModel``, pixel space) wi
   features in a fixed 20-component PCA of the train split (``svd_solver="full"``).
 * DiT (Peebles & Xie, arXiv 2212.09748): 2 layers, 2 heads x 32, patch 2 on 1x8x8 -> 16 tokens,
   adaLN-Zero with 10 classes (+ the null class 10 for classifier-free guidance), epsilon prediction,
-  DDPM linear betas (1e-4 .. 0.02, T = 1000). Trained by ``tools/train_digits_dit.py``; weights in
-  ``specs/weights/digits-dit.safetensors`` (sha256 :data:`DIGITS_DIT_SHA256`).
+  DDPM linear betas (1e-4 .. 0.02, T = 1000). Trained by :func:`train_digits_dit`.
 * UNet: an unconditional diffusers ``UNet2DModel`` (177k parameters; :data:`DIGITS_UNET`), epsilon prediction
-  with the same DDPM schedule, trained by ``tools/train_f_dpmsolver_digits.py``; weights in
-  ``specs/weights/f-dpmsolver-digits-unet.safetensors``. F-DPMSolver samples it; PROBE holds it out as a
-  differently trained generator.
+  with the same DDPM schedule, trained by :func:`train_digits_unet`. F-DPMSolver samples it; PROBE holds it out
+  as a differently trained generator.
+
+Both checkpoints are declared once, with their sha256, by ``specs/digits.yaml`` (roles ``dit`` and ``unet``,
+``zoo train digits [--check]``); the specs that use them name those roles (``source: role, from_spec: digits``),
+so their code gets the models from the engine (``ctx.models("toy")["dit"]``), never from a path.
 """
 from __future__ import annotations
 
@@ -28,12 +30,13 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from registry.contract import FactoryParams, factory
+from registry.contract import FactoryParams, Options, Procedure, ProcedureParams, factory, trainer
+from registry.outputs import ImageOutput
 
 __all__ = [
     "digits_images", "DigitsSplit", "digits_split", "to_pixels", "DigitsClassifier", "digits_classifier", "classifier_accuracy",
-    "PCAFeatures", "pca_features", "frechet_distance", "DIGITS_DIT", "NULL_CLASS", "build_digits_dit", "load_digits_dit",
-    "DIGITS_DIT_WEIGHTS", "DIGITS_DIT_SHA256", "sample_digits", "save_digit_grid",
+    "PCAFeatures", "pca_features", "frechet_distance", "DIGITS_DIT", "NULL_CLASS", "build_digits_dit", "sample_digits",
+    "save_digit_grid", "DigitsSampler", "train_digits_dit", "train_digits_unet",
 ]
 
 NUM_CLASSES = 10
@@ -42,8 +45,6 @@ DIGITS_DIT: dict[str, Any] = dict(
     num_attention_heads=2, attention_head_dim=32, in_channels=1, out_channels=1, num_layers=2,
     sample_size=8, patch_size=2, num_embeds_ada_norm=NUM_CLASSES,
 )
-DIGITS_DIT_WEIGHTS = Path(__file__).resolve().parents[2] / "specs" / "weights" / "digits-dit.safetensors"
-DIGITS_DIT_SHA256 = "b0aa605ea3f781565b9155a09a8d1c7e30a42dd0d420cb52a9a85eec2ece6cb4"
 
 
 # ----------------------------------------------------------------------------- data
@@ -167,29 +168,11 @@ class DigitsDiTConfig(FactoryParams):
 
 @factory(params=DigitsDiTConfig)
 def build_digits_dit(**overrides: Any):
-    """The digits DiT architecture (random init). A spec names it as a ``source: zoo`` factory with
-    ``weights: weights/digits-dit.safetensors`` and the sha256 (the engine loads strictly);
-    :func:`load_digits_dit` does the same in Python."""
+    """The digits DiT architecture (random init). ``specs/digits.yaml`` names it as a ``source: zoo`` factory with
+    the shipped weights and their sha256 (the engine loads them strictly); other specs name that role."""
     from diffusers import DiTTransformer2DModel
 
     return DiTTransformer2DModel(**{**DIGITS_DIT, **overrides}).eval()
-
-
-def load_digits_dit(path: str | Path | None = None, sha256: str | None = None):
-    """The shipped digits DiT (strict load; sha256 checked when given, default: the shipped digest)."""
-    from safetensors.torch import load_file
-
-    from .training import sha256_file
-
-    path = Path(path or DIGITS_DIT_WEIGHTS)
-    want = sha256 if sha256 is not None else (DIGITS_DIT_SHA256 if path == DIGITS_DIT_WEIGHTS else None)
-    if want:
-        got = sha256_file(path)
-        if got != want:
-            raise ValueError(f"{path}: sha256 {got} does not match the expected {want}")
-    model = build_digits_dit()
-    model.load_state_dict(load_file(str(path)), strict=True)
-    return model.eval()
 
 
 # ----------------------------------------------------------------------------- the tiny unconditional UNet
@@ -289,3 +272,101 @@ def save_digit_grid(images: torch.Tensor, labels: torch.Tensor, path: str | Path
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+# ----------------------------------------------------------------------------- the spec's sampler and trainers
+@dataclass
+class DigitsSampleOutput(ImageOutput):
+    """``samples`` (N, 1, 8, 8) in [-1, 1] scale (not clipped); ``labels`` (N,): the conditioning classes (DiT) or None (UNet)."""
+
+    labels: Any = None
+
+
+class DigitsSampler(Procedure):
+    """DDIM samples of the shared digits DiT (class-conditional, :func:`sample_digits`) or UNet (unconditional,
+    the same scheduler loop without labels), from the role ``role`` of ``specs/digits.yaml``."""
+
+    kind = "sampler"
+
+    class Params(ProcedureParams):
+        role: Literal["dit", "unet"] = Field("dit", description="dit: class-conditional; unet: unconditional")
+        num_inference_steps: int = Field(50, ge=1, le=1000)
+        guidance_scale: float = Field(1.0, ge=0.0, le=20.0, description="classifier-free guidance (DiT only)")
+        per_class: int = Field(10, ge=1, le=10_000, description="samples per class when no labels are given")
+
+    def __call__(self, *, seed: int = 0, labels: Any = None, noise: Any = None, progress: bool = False) -> DigitsSampleOutput:
+        from .scheduler_loop import run_scheduler_loop
+
+        p = self.params
+        model = self.models[p.role]
+        if labels is None:
+            labels = torch.arange(NUM_CLASSES).repeat_interleave(p.per_class)
+        labels = torch.as_tensor(labels, dtype=torch.int64).reshape(-1)
+        with torch.no_grad():
+            if p.role == "dit":
+                x = sample_digits(model, labels, p.num_inference_steps, "ddim", seed, p.guidance_scale, noise=noise, progress=progress)
+                return DigitsSampleOutput(samples=x, labels=labels)
+            if noise is None:
+                noise = torch.randn((labels.shape[0], 1, 8, 8), generator=torch.Generator().manual_seed(int(seed)))
+            x = run_scheduler_loop(make_scheduler("ddim"), model, noise.to(next(model.parameters()).dtype), p.num_inference_steps,
+                                   generator=torch.Generator().manual_seed(int(seed) + 1), progress=progress)
+        return DigitsSampleOutput(samples=x, labels=None)
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        g = torch.Generator().manual_seed(5)
+        return {"labels": torch.arange(batch_size) % NUM_CLASSES, "noise": torch.randn((batch_size, 1, 8, 8), generator=g)}
+
+
+class DDPMTrainOptions(Options):
+    """The shipped digits checkpoints' recipe: DDPM epsilon loss, AdamW (no weight decay) + one-cycle, gradient
+    clipping 1, EMA 0.999; the defaults are the DiT's, the UNet's are in its spec entry."""
+
+    steps: int = Field(4000, ge=1, le=100_000)
+    batch: int = Field(128, ge=1, le=4096)
+    lr: float = Field(1e-3, gt=0, le=1.0)
+
+
+def _train_ddpm(model: Any, data: torch.Tensor, labels: torch.Tensor | None, opts: DDPMTrainOptions, g: torch.Generator,
+                desc: str, mininterval: float = 2.0) -> dict[str, torch.Tensor]:
+    """DDPM epsilon objective (Ho et al. 2020, arXiv 2006.11239, eq. 14) with the diffusers default linear betas
+    (1e-4 .. 0.02, T = 1000); AdamW + one-cycle (5 % warm-up), gradient clipping at 1, EMA 0.999. Returns the EMA state."""
+    from diffusers import DDPMScheduler
+
+    from .training import EMA, adamw_one_cycle, ddpm_eps_loss, optimizer_step, progress
+
+    ab = DDPMScheduler().alphas_cumprod
+    opt, sched = adamw_one_cycle(model.parameters(), opts.lr, opts.steps, pct_start=0.05, weight_decay=0.0)
+    ema = EMA(model, 0.999)
+    for step in (bar := progress(range(opts.steps), desc=desc, mininterval=mininterval)):
+        loss = ddpm_eps_loss(model, data, ab, opts.batch, g, labels=labels)
+        optimizer_step(model, opt, sched, loss, clip=1.0)
+        ema.update(model, step)
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+    return ema.state_dict()
+
+
+@trainer(options=DDPMTrainOptions)
+def train_digits_dit(ctx: Any, opts: DDPMTrainOptions) -> None:
+    """The shared class-conditional DiT on the digits train split: class labels through DiT's adaLN-Zero label
+    embedding, which drops labels to the null class with probability 0.1 in training mode (classifier-free guidance
+    training, Ho & Salimans, arXiv 2207.12598); seed ``ctx.seed``; writes ``digits-dit.safetensors``."""
+    from .training import save_checkpoint, setup_deterministic
+
+    g = setup_deterministic(ctx.seed)
+    s = digits_split()
+    model = build_digits_dit().train()
+    save_checkpoint(_train_ddpm(model, s.x_train, s.y_train, opts, g, "digits-dit"), ctx.path("digits-dit.safetensors"))
+
+
+@trainer(options=DDPMTrainOptions)
+def train_digits_unet(ctx: Any, opts: DDPMTrainOptions) -> None:
+    """The unconditional digits UNet on all 1,797 digits (the spec's params: 3,000 steps, batch 64, lr 2e-3);
+    seed ``ctx.seed``; writes ``f-dpmsolver-digits-unet.safetensors``."""
+    from .training import save_checkpoint, setup_deterministic
+
+    g = setup_deterministic(ctx.seed)
+    model = build_digits_unet().train()
+    print(f"params: {sum(p.numel() for p in model.parameters()):,}")
+    state = _train_ddpm(model, digits_images(), None, opts, g, "digits-unet", mininterval=0.1)
+    save_checkpoint(state, ctx.path("f-dpmsolver-digits-unet.safetensors"))

@@ -2,20 +2,18 @@
 no-eviction full cache, and Deep Sink without re-alignment) rolled out to 6x and 12x the 21-frame training length
 on the same prompts and noise. Reports identity drift and motion energy (last 21 frames, and per frame in the PNG),
 the paired Deep Sink vs FIFO test, the cached tokens (exact counts: minimum, maximum, at the end) and the mean
-wall time per chunk (query + clean call). Run as ``python tools/bench_deep_forcing.py`` or
-``zoo bench deep-forcing [--quick]``."""
+wall time per chunk (query + clean call). Run as ``zoo bench deep-forcing [--quick] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from registry.contract import Options, benchmark
 
 from .metrics import shared_inputs
 from .procedures import identity_drift, motion_energy
@@ -26,11 +24,10 @@ SAMPLERS = ["deep-sink-pc", "deep-sink", "sink-1", "fifo", "full-cache", "deep-s
 PAPER_TABLE4 = {"fifo": (36.62, 20.50, 68.58), "deep-sink": (48.58, 20.54, 68.54), "deep-sink-pc": (57.56, 20.54, 69.31)}
 
 
-def run(quick: bool = False, batch: int = 32, seed: int = 0, multiples: tuple[int, ...] = (6, 12)) -> dict[str, Any]:
-    import zoo
-
+def measure(ctx: Any, batch: int = 32, seed: int = 0, multiples: tuple[int, ...] = (6, 12)) -> dict[str, Any]:
+    """Every policy's rollout statistics on the same clips and noise, and the paired tests (the table's numbers)."""
     t0 = time.perf_counter()
-    pipe = zoo.load("deep-forcing", variant="toy")
+    pipe = ctx.pipeline("toy")
     frames = max(multiples) * TRAIN_FRAMES
     inputs = shared_inputs(batch, frames, seed)
     rows: dict[str, dict[str, Any]] = {}
@@ -63,7 +60,7 @@ def run(quick: bool = False, batch: int = 32, seed: int = 0, multiples: tuple[in
     test["pc_minus_deep_sink"] = float(pc.mean())
     test["pc_minus_deep_sink_se"] = float(pc.std() / math.sqrt(pc.numel()))
     return {"rows": rows, "curves": curves, "test": test, "paper_table4": PAPER_TABLE4,
-            "config": {"batch": batch, "seed": seed, "frames": frames, "multiples": list(multiples), "quick": quick,
+            "config": {"batch": batch, "seed": seed, "frames": frames, "multiples": list(multiples), "quick": ctx.quick,
                        "torch_threads": torch.get_num_threads()},
             "seconds": time.perf_counter() - t0}
 
@@ -117,14 +114,15 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="zoo bench deep-forcing", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--batch", type=int, default=32, help="clips per policy (paired across policies)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out-dir", default=".", help="where deep-forcing.png goes")
-    ap.add_argument("--json", default=None, help="write every number to this JSON file")
-    args = parse_with_quick(ap, argv, {"batch": 16}, "16 clips instead of 32")
-    res = run(args.quick, args.batch, args.seed)
-    write_outputs(res, table(res), plot, args.out_dir, "deep-forcing.png", args.json)
-    return 0
+class BenchOptions(Options):
+    batch: int = Field(32, ge=2, le=1024, description="clips per policy (paired across policies)")
+    quick: ClassVar[dict[str, Any]] = {"batch": 16}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """Deep Forcing toy: every cache policy rolled out to 6x and 12x the training length on the same clips."""
+    res = measure(ctx, opts.batch, ctx.seed)
+    ctx.report(table(res))
+    plot(res, ctx.figure("deep-forcing.png"))
+    return res

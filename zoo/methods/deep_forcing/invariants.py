@@ -274,13 +274,12 @@ def check_cached_equals_recompute(model: Any, make_caches: Callable[[Any], list]
 @invariant("chunked-cached-generation-equals-causal-recomputation")
 @settings(max_examples=4, deadline=None)
 @given(_SEEDS, st.sampled_from([6, 12, 21]), st.sampled_from(["full-cache", "fifo", "deep-sink", "deep-sink-pc"]))
-def cached_equals_recompute(seed: int, frames: int, name: str) -> None:
+def cached_equals_recompute(ctx: Any, seed: int, frames: int, name: str) -> None:
     """On the trained toy: within the 21-frame window every policy's cache reproduces the parallel teacher-forced
     pass (the training mask) chunk by chunk."""
     from .policy import policy
-    from .toy import load_toy
 
-    check_cached_equals_recompute(load_toy(), lambda m: m.new_caches(policy(name)), seed, frames)
+    check_cached_equals_recompute(ctx.models("toy")["video"], lambda m: m.new_caches(policy(name)), seed, frames)
 
 
 

@@ -37,9 +37,9 @@ def run(quick: bool = False, digits: bool = True, digits_steps: int = 300, seed:
                          ("group-dro", {"algorithm": "group-dro"})):
             out["ddpm"][name] = dict(MixtureDDPMFairness({}, MixtureDDPMFairness.Params(**kw, **size))(seed=seed))
     if digits:
-        from zoo.common.digits import load_digits_dit
+        import zoo
 
-        dit = load_digits_dit()
+        dit = zoo.load("egt", variant="toy").models["dit"]  # the shared DiT (declared in specs/digits.yaml); recipes copy it
         steps, per_class = (30, 10) if quick else (digits_steps, 50)
         for alg in ("erm", "minmax", "group-dro"):
             proc = DigitsFairness({"dit": dit}, DigitsFairness.Params(algorithm=alg, steps=steps, per_class=per_class))

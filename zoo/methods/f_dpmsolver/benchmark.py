@@ -16,7 +16,7 @@ first_eps="mean"), F-DDIM-evaluate (first eps evaluated: NFE - 1 steps + 1 call)
 same grid: NFE / 2 steps of each; even NFE only), F-DPMSolver-2 (order-2 look-ahead). Mixtures: gaussian
 (N((1, .5), .25 I)), gaussian-centred (N(0, .25 I)), gmm3 (the method note's 3-component mixture).
 
-digits  the tiny epsilon-UNet trained in-repo on scikit-learn's 8x8 digits (tools/train_f_dpmsolver_digits.py):
+digits  the tiny epsilon-UNet trained in-repo on scikit-learn's 8x8 digits (zoo train digits; specs/digits.yaml):
        path error against a high-accuracy (Dormand-Prince, rtol 1e-6) solution of the learned model's own PF-ODE;
        every sampler ends at sigma(t = 0) (DDIM set_alpha_to_one=False, multistep final_sigmas_type="sigma_min").
 

@@ -1,5 +1,5 @@
 """CPU variants of f-dpmsolver: the exact mixture lives in :mod:`zoo.common.gmm`; the tiny digits ``UNet2DModel``
-trained in-repo (``tools/train_f_dpmsolver_digits.py``), a real learned epsilon-model for the samplers, lives in
+trained in-repo (``zoo train digits``), a real learned epsilon-model for the samplers, lives in
 :mod:`zoo.common.digits` (``build_digits_unet``; PROBE uses it too), with the digits data it was trained on."""
 from __future__ import annotations
 

@@ -2,16 +2,16 @@
 stage-2 detectors of PROBE (buffer, λ = 10), the no-buffer baseline (same stage-2 budget), the λ = 0 ablation and
 the detector-blind ablation, over several seeds with the spread, plus the paired per-seed differences that carry
 the paper's claim (the buffer improves generalisation). Writes ``probe.png`` (the boundary buffer of seed 0).
-Run as ``python tools/bench_probe.py`` or ``zoo bench probe [--quick]``."""
+Run as ``zoo bench probe [--quick] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
 
 from .core import SEEN, UNSEEN
 from .procedures import DetectorEval, ProbeRecipe
@@ -26,12 +26,11 @@ ARMS: dict[str, dict[str, Any]] = {
 }
 
 
-def run(seeds: list[int], n_eval: int = 360, stage1_steps: int = 100, stage2_steps: int = 300, arms: list[str] | None = None,
-        stage2_lr: float | None = None) -> dict[str, Any]:
-    import zoo
-
+def measure(ctx: Any, seeds: list[int], n_eval: int = 360, stage1_steps: int = 100, stage2_steps: int = 300,
+            arms: list[str] | None = None, stage2_lr: float | None = None) -> dict[str, Any]:
+    """The shipped detector's bAcc and every arm's stage-2 results per seed (the table's numbers)."""
     t0 = time.perf_counter()
-    models = zoo.load("probe", variant="toy", device="cpu").models  # the spec's roles: shipped weights, sha256-verified
+    models = ctx.models("toy")  # the spec's roles: shipped weights, sha256-verified
     shipped = DetectorEval(models, DetectorEval.Params(n_eval=n_eval))(seed=0)
     res: dict[str, Any] = {"seeds": seeds, "n_eval": n_eval, "stage1_steps": stage1_steps, "stage2_steps": stage2_steps, "stage2_lr": stage2_lr,
                            "shipped": shipped["bacc"], "shipped_unseen_mean": shipped["unseen_mean"], "arms": {}}
@@ -69,19 +68,22 @@ def table(res: dict[str, Any]) -> str:
     return (f"## PROBE on digits: bAcc on the seen ({SEEN}) and {len(UNSEEN)} held-out generators\n\n" + format_bench(res))
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_probe")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
-    ap.add_argument("--n-eval", type=int, default=360, help="real test digits and fakes per generator (≤ 360)")
-    ap.add_argument("--stage1-steps", type=int, default=100)
-    ap.add_argument("--stage2-steps", type=int, default=300)
-    ap.add_argument("--stage2-lr", type=float, default=None, help="stage-2 learning rate for every arm (default: the spec's)")
-    ap.add_argument("--arms", nargs="+", choices=list(ARMS), default=None, metavar="ARM", help=f"subset of arms (default all: {'; '.join(ARMS)})")
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON (the buffer tensor as a list)")
-    ap.add_argument("--out-dir", default=".", help="folder for probe.png")
-    a = parse_with_quick(ap, argv, {"seeds": [0, 1], "n_eval": 120, "stage1_steps": 20, "stage2_steps": 60},
-                         "2 seeds, 120 evaluation digits, 20 stage-1 and 60 stage-2 steps (a smoke run, not the reported numbers)")
-    res = run(a.seeds, a.n_eval, a.stage1_steps, a.stage2_steps, a.arms, a.stage2_lr)
-    write_outputs(res, table(res), plot, a.out_dir, "probe.png", a.json)
-    return 0
+class BenchOptions(Options):
+    seeds: list[int] = Field([0, 1, 2], min_length=1, max_length=32, description="training seeds of every arm")
+    n_eval: int = Field(360, ge=1, le=360, description="real test digits and fakes per generator")
+    stage1_steps: int = Field(100, ge=0, le=10_000)
+    stage2_steps: int = Field(300, ge=1, le=100_000)
+    stage2_lr: float | None = Field(None, gt=0, le=1.0, description="stage-2 learning rate for every arm (default: the spec's)")
+    arms: list[Literal["probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic"]] | None = Field(
+        None, max_length=4, description="subset of arms (default all)")
+    quick: ClassVar[dict[str, Any]] = {"seeds": [0, 1], "n_eval": 120, "stage1_steps": 20, "stage2_steps": 60}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """PROBE on digits: bAcc of every arm on the seen and held-out generators, over seeds, with the paired differences
+    (--quick: a smoke run, not the reported numbers)."""
+    res = measure(ctx, opts.seeds, opts.n_eval, opts.stage1_steps, opts.stage2_steps, opts.arms, opts.stage2_lr)
+    ctx.report(table(res))
+    plot(res, ctx.figure("probe.png"))
+    return res

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import functools
-from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -40,7 +39,7 @@ from zoo.common.lora import inject_lora, lora_parameters, lora_scales
 from zoo.common.scheduler_loop import run_scheduler_loop
 
 __all__ = [
-    "REAL", "FAKE", "build_detector", "load_detector", "DETECTOR_WEIGHTS", "DETECTOR_SHA256", "GENERATORS", "SEEN", "UNSEEN", "balanced_accuracy", "detector_bacc", "predict", "generate", "seen_train_fakes",
+    "REAL", "FAKE", "build_detector", "GENERATORS", "SEEN", "UNSEEN", "balanced_accuracy", "detector_bacc", "predict", "generate", "seen_train_fakes",
     "train_detector", "Stage1Run", "probe_stage1", "finetune_detector", "LORA_TARGETS", "DETECTOR_ARCH", "EVAL_SEED", "TRAIN_FAKES_SEED",
 ]
 
@@ -50,8 +49,6 @@ DETECTOR_ARCH: dict[str, Any] = {"model_name": "test_resnet", "in_chans": 1, "nu
 #: the LoRA targets on the DiT: the attention projections and the feed-forward layers of both blocks
 LORA_TARGETS = ("transformer_blocks.*.attn1.to_q", "transformer_blocks.*.attn1.to_k", "transformer_blocks.*.attn1.to_v",
                 "transformer_blocks.*.attn1.to_out.0", "transformer_blocks.*.ff.net.0.proj", "transformer_blocks.*.ff.net.2")
-DETECTOR_WEIGHTS = Path(__file__).resolve().parents[3] / "specs" / "weights" / "probe-detector.safetensors"
-DETECTOR_SHA256 = "81fa1d3f2b463f3621b867b06f98764dff92a953d8216dfcc9db24400a8d3e44"  # = specs/probe.yaml (a test checks)
 EVAL_SEED = 7  # the held-out evaluation fakes
 TRAIN_FAKES_SEED = 100  # the detector's training fakes (seen generator on the train split's labels)
 
@@ -82,27 +79,12 @@ UNSEEN = tuple(k for k in GENERATORS if k != SEEN)
 
 
 def build_detector() -> Any:
-    """The detector architecture (random init): ``timm.create_model(**DETECTOR_ARCH)`` in eval mode."""
+    """The detector architecture (random init): ``timm.create_model(**DETECTOR_ARCH)`` in eval mode (the spec's
+    ``detector`` role is the same timm architecture with the shipped weights, made by :func:`~.train.train_shipped_detector`)."""
     import timm
 
     arch = dict(DETECTOR_ARCH)
     return timm.create_model(arch.pop("model_name"), pretrained=False, **arch).eval()
-
-
-def load_detector(path: str | Path | None = None, sha256: str | None = None) -> Any:
-    """The shipped detector (sha256 checked, default: the shipped digest; strict load) -- what the spec's
-    ``detector`` role builds, for Python callers and the invariants."""
-    from safetensors.torch import load_file
-
-    from zoo.common.training import sha256_file
-
-    path = Path(path or DETECTOR_WEIGHTS)
-    want = sha256 if sha256 is not None else (DETECTOR_SHA256 if path == DETECTOR_WEIGHTS else None)
-    if want and sha256_file(path) != want:
-        raise ValueError(f"{path}: sha256 {sha256_file(path)} does not match the expected {want}")
-    model = build_detector()
-    model.load_state_dict(load_file(str(path)), strict=True)
-    return model.eval()
 
 
 # ----------------------------------------------------------------------------- balanced accuracy

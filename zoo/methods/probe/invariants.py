@@ -6,7 +6,6 @@ control) and see it fail. Every check is exact (integer counts, bitwise tensors)
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -24,14 +23,11 @@ _FAST = settings(max_examples=25, deadline=None)
 _SLOWISH = settings(max_examples=3, deadline=None)
 
 
-@functools.lru_cache(maxsize=1)
-def _models() -> tuple[Any, Any]:
-    """The shipped DiT and detector (loaded once, strictly, with their pinned sha256)."""
-    from zoo.common.digits import load_digits_dit
-
-    from .core import load_detector
-
-    return load_digits_dit(), load_detector()
+def shipped(ctx: Any) -> tuple[Any, Any]:
+    """The toy's DiT and detector roles (built once by the engine from the specs' declarations and shared; the
+    checks below only read them, or work on copies)."""
+    models = ctx.models("toy")
+    return models["dit"], models["detector"]
 
 
 def _labels(g: torch.Generator, n_real: int, n_fake: int) -> torch.Tensor:
@@ -96,13 +92,12 @@ def bacc_balanced_duplication(seed: int) -> None:
 
 
 # ----------------------------------------------------------------------------- LoRA with B = 0
-def check_zero_b_identity(inject: Callable[..., Any], seed: int, steps: int = 2) -> None:
+def check_zero_b_identity(inject: Callable[..., Any], seed: int, dit: Any, steps: int = 2) -> None:
     """A LoRA (rank from the seed, A random, B = 0) on :data:`LORA_TARGETS` of a copy of the shipped DiT,
     active at scale 1: the seen generator's samples (DDIM, ``steps`` steps, seeded) are bit-identical to
     the unadapted DiT's, and so is every module's output on a random input."""
     from zoo.common.digits import sample_digits
 
-    dit, _ = _models()
     g = torch.Generator().manual_seed(seed)
     y = torch.randint(0, 10, (3,), generator=g)
     x_T = torch.randn((3, 1, 8, 8), generator=g)
@@ -119,22 +114,20 @@ def check_zero_b_identity(inject: Callable[..., Any], seed: int, steps: int = 2)
 @invariant("lora-with-zero-b-leaves-the-generator-bit-identical")
 @_SLOWISH
 @given(_SEEDS)
-def zero_b_identity(seed: int) -> None:
+def zero_b_identity(ctx: Any, seed: int) -> None:
     """LoRA with B = 0 (its initialisation) leaves the generator's samples bit-identical (L_prec = 0 at step 0)."""
-    check_zero_b_identity(inject_lora, seed)
+    check_zero_b_identity(inject_lora, seed, shipped(ctx)[0])
 
 
 # ----------------------------------------------------------------------------- detector frozen in stage 1
-def check_detector_frozen(stage1: Callable[..., Any], seed: int) -> None:
+def check_detector_frozen(stage1: Callable[..., Any], seed: int, dit: Any, det: Any) -> None:
     """Two stage-1 steps with the shipped detector as critic leave every tensor of its state dict (weights
     and BatchNorm running statistics) bit-identical, restore its mode and ``requires_grad`` flags, and do
     change the LoRA generator (the critic's gradient reached it: a no-op stage 1 would pass vacuously)."""
-    _, det = _models()
     det = copy.deepcopy(det)
     det.train()  # a caller in train mode: stage 1 must still not update BatchNorm statistics
     before = {k: v.clone() for k, v in det.state_dict().items()}
     flags = [p.requires_grad for p in det.parameters()]
-    dit, _ = _models()
     run = stage1(dit, det, steps=2, lambda_prec=1.0, lr=1e-2, batch=2, buffer_every=1, rank=2, seed=seed)
     for k, v in det.state_dict().items():
         assert torch.equal(v, before[k]), f"detector tensor {k} changed during stage 1"
@@ -146,16 +139,15 @@ def check_detector_frozen(stage1: Callable[..., Any], seed: int) -> None:
 @invariant("detector-frozen-bit-identical-during-stage-1")
 @_SLOWISH
 @given(_SEEDS)
-def detector_frozen(seed: int) -> None:
+def detector_frozen(ctx: Any, seed: int) -> None:
     """Stage 1 trains only the LoRA: the critic's weights and BatchNorm buffers stay bit-identical."""
-    check_detector_frozen(probe_stage1, seed)
+    check_detector_frozen(probe_stage1, seed, *shipped(ctx))
 
 
 # ----------------------------------------------------------------------------- buffer
-def check_buffer(stage1: Callable[..., Any], seed: int, steps: int, every: int, batch: int) -> None:
+def check_buffer(stage1: Callable[..., Any], seed: int, steps: int, every: int, batch: int, dit: Any, det: Any) -> None:
     """The buffer holds ``⌊steps / every⌋ · batch`` images of shape (1, 8, 8), finite, one snapshot at each
     multiple of ``every``, with one digit label each; the traces have one entry per step."""
-    dit, det = _models()
     run = stage1(dit, det, steps=steps, lambda_prec=1.0, lr=1e-3, batch=batch, buffer_every=every, rank=2, seed=seed)
     n = steps // every
     assert tuple(run.buffer.shape) == (n * batch, 1, 8, 8), tuple(run.buffer.shape)
@@ -169,7 +161,7 @@ def check_buffer(stage1: Callable[..., Any], seed: int, steps: int, every: int, 
 @invariant("buffer-holds-only-fakes-with-the-lora-trajectory-shape")
 @settings(max_examples=2, deadline=None)
 @given(_SEEDS, st.integers(1, 3), st.integers(1, 3))
-def buffer_shape(seed: int, every: int, batch: int) -> None:
+def buffer_shape(ctx: Any, seed: int, every: int, batch: int) -> None:
     """The boundary buffer gets one snapshot of ``batch`` fresh generator samples every ``every`` stage-1
     steps (labelled fake in stage 2: :func:`~.core.finetune_detector` puts it in the fake pool)."""
-    check_buffer(probe_stage1, seed, steps=3, every=every, batch=batch)
+    check_buffer(probe_stage1, seed, 3, every, batch, *shipped(ctx))

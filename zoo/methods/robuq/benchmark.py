@@ -1,24 +1,22 @@
 """Benchmark of ``robuq`` on the shared digits DiT: FP vs W1.58A4 vs W1.58A3 vs AMPN (2-bit average),
 each with and without the Hadamard rotation, post-training quantised (PTQ) and QAT-fine-tuned (the
-shipped packed checkpoints of ``tools/train_robuq_toy.py``): classifier accuracy of class-conditional
+shipped packed checkpoints of ``zoo train robuq``): classifier accuracy of class-conditional
 DDIM samples, PCA-20 Frechet distance to the test split, held-out epsilon-MSE, the activation bits,
 the packed checkpoint-size ratio (measured file sizes) and the sampling wall time. Fake quantisation
 runs in FP32 with extra rounding work, so it is SLOWER than FP on a CPU: no speed claim. Writes
-``robuq.png`` (one row of samples per setting). Run as ``python tools/bench_robuq.py`` or
-``zoo bench robuq [--quick]``."""
+``robuq.png`` (one row of samples per setting). Run as ``zoo bench robuq [--quick] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import copy
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from registry.contract import Options, benchmark
 
 from .attention import attention_bits_of
 from .metrics import activation_error, attention_error
@@ -26,6 +24,16 @@ from .model import layer_groups, pack_model, quant_modules
 from .procedures import QuantDigitsSampler, heldout_eps_mse, quantize_dit
 
 PTQ_ROLES = ["dit", "dit-w158a4", "dit-w158a4-nohad", "dit-w158a3", "dit-w158a3-nohad", "dit-ampn2", "dit-ampn2-nohad"]
+
+
+def state_file_bytes(model: Any) -> int:
+    """The size of ``model``'s state dict saved as safetensors (the shipped FP checkpoint's format)."""
+    from safetensors.torch import save_file
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "fp.safetensors"
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
+        return path.stat().st_size
 
 
 def _size_ratio(model: Any, fp_bytes: int) -> float | None:
@@ -53,16 +61,16 @@ def evaluate(model: Any, per_class: int, steps: int, seed: int) -> dict[str, Any
             "sample_seconds": secs, "samples": out.samples, "labels": out.labels}
 
 
-def run(quick: bool = False, per_class: int = 30, steps: int = 20, seed: int = 0) -> dict[str, Any]:
-    import zoo
-    from zoo.common.digits import DIGITS_DIT_WEIGHTS
+def measure(ctx: Any, per_class: int = 30, steps: int = 20, seed: int = 0) -> dict[str, Any]:
+    """Every setting's row, the operator-level errors and the attention error (the table's numbers)."""
+    from .train import file_name
 
     t0 = time.perf_counter()
-    pipe = zoo.load("robuq", variant="toy")
-    fp_bytes = DIGITS_DIT_WEIGHTS.stat().st_size
+    pipe = ctx.pipeline("toy")
+    fp = pipe.models["dit"]
+    fp_bytes = state_file_bytes(fp)
     rows: dict[str, dict[str, Any]] = {}
     roles = PTQ_ROLES + [r for r in pipe.models if r.endswith("-qat")]
-    fp = pipe.models["dit"]
     # built here, not spec roles: the uniform 2-bit baseline AMPN is compared with (same average bits); the
     # effect of the 8-bit attention products (W1.58A4 with FP attention, PTQ; and the QAT checkpoint, trained
     # with 8-bit attention, run with FP attention products); the Gaussian-clip activation quantiser
@@ -80,14 +88,13 @@ def run(quick: bool = False, per_class: int = 30, steps: int = 20, seed: int = 0
         r["size_ratio"] = _size_ratio(model, fp_bytes)
         rows[name] = r
     for name, r in rows.items():
-        if r["size_ratio"] is None:
+        if r["size_ratio"] is None:  # a QAT role: the shipped packed file (declared, and verified, by the spec)
             setting = name.removeprefix("dit-").removesuffix("-attnfp").removesuffix("-qat")
-            shipped = Path(__file__).resolve().parents[3] / "specs" / "weights" / f"robuq-{setting}-qat.safetensors"
-            r["size_ratio"] = fp_bytes / shipped.stat().st_size if shipped.is_file() else None
+            r["size_ratio"] = fp_bytes / ctx.spec_file(f"weights/{file_name(setting)}").stat().st_size
     act = {f"{b}b": {"plain": activation_error(fp, b, False), "hadamard": activation_error(fp, b, True)} for b in (2, 3, 4)}
     attn = {f"{b}b": attention_error(fp, b) for b in (4, 6, 8)}
-    return {"rows": rows, "activation_error": act, "attention_error": attn, "config": {"per_class": per_class, "steps": steps, "seed": seed, "quick": quick},
-            "seconds": time.perf_counter() - t0}
+    return {"rows": rows, "activation_error": act, "attention_error": attn,
+            "config": {"per_class": per_class, "steps": steps, "seed": seed, "quick": ctx.quick}, "seconds": time.perf_counter() - t0}
 
 
 def table(res: dict[str, Any]) -> str:
@@ -143,17 +150,17 @@ def _jsonable(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_robuq")
-    ap.add_argument("--per-class", type=int, default=30, help="samples per digit (default 30)")
-    ap.add_argument("--steps", type=int, default=20, help="DDIM steps (default 20)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for robuq.png")
-    a = parse_with_quick(ap, argv, {"per_class": 5, "steps": 10}, "5 samples per class, DDIM-10")
+class BenchOptions(Options):
+    per_class: int = Field(30, ge=1, le=1000, description="samples per digit")
+    steps: int = Field(20, ge=1, le=1000, description="DDIM steps")
+    quick: ClassVar[dict[str, Any]] = {"per_class": 5, "steps": 10}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """RobuQ on the digits DiT: FP vs W1.58A4 / W1.58A3 / AMPN-2, with and without Hadamard, PTQ and QAT."""
     torch.set_num_threads(1)
-    res = run(a.quick, a.per_class, a.steps, a.seed)
-    text = table(res)
-    write_outputs(_jsonable(res), text, lambda _r, p: plot(res, p), a.out_dir, "robuq.png", a.json)
-    return 0
+    res = measure(ctx, opts.per_class, opts.steps, ctx.seed)
+    ctx.report(table(res))
+    plot(res, ctx.figure("robuq.png"))
+    return _jsonable(res)

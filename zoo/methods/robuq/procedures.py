@@ -53,7 +53,7 @@ def heldout_eps_mse(model: Any, n: int = 360, seed: int = 1) -> float:
 @transform
 def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
                  weight: str = "ternary", adaln: bool = True, ampn_avg_bits: float | None = None, ampn_choices: list[int] | None = None,
-                 calib_size: int = 64, calib_seed: int = 0, packed: str | None = None, sha256: str | None = None,
+                 calib_size: int = 64, calib_seed: int = 0, packed: Path | None = None,
                  attention_bits: int | None | Literal["auto"] = "auto", a_clip: str = "minmax") -> Any:
     """Quantise a diffusers DiT in place (see :func:`~.model.install_quantizers`); ``attention_bits`` (2..16;
     ``None`` = FP attention products; ``"auto"``, the default: a ``packed`` file's bits, else 8 = the paper's
@@ -66,12 +66,17 @@ def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, bloc
     the activation bits come from AMPN: sensitivities on ``calib_size`` noised train digits, exact DP
     allocation over ``ampn_choices`` (default 1..4) under the average-bit budget; the allocation is
     kept on the model as ``robuq_bits``. Sensitivities are measured on the post-training-quantised
-    model (the paper measures them after ~1k QAT steps)."""
+    model (the paper measures them after ~1k QAT steps). ``packed``: a :func:`~.model.pack_model` export, as a path
+    (in a spec, a ``{file:, sha256:}`` value, which the engine resolves and verifies before calling)."""
     if attention_bits != "auto" and attention_bits is not None and (
             not isinstance(attention_bits, int) or isinstance(attention_bits, bool) or not 2 <= attention_bits <= 16):
         raise ValueError(f"transform_config.attention_bits: expected 2..16, null (FP) or auto, got {attention_bits!r}")
     if packed is not None:
-        q = _load_packed_into(model, packed, sha256)  # the file's layout (attention bits included) rules
+        if not isinstance(packed, Path):
+            raise ValueError(f"transform_config.packed: expected a shipped file, written {{file: <path>, sha256: <64-hex>}} "
+                             f"(the engine verifies it), got {packed!r}")
+        q = _load_packed_into(model, packed)  # the file's layout (attention bits included) rules
+        packed = packed.name  # type: ignore[assignment] - messages name the file
         _refuse_layout_conflicts(q, packed, a_bits=a_bits, hadamard=hadamard, block=block, lowrank_rank=lowrank_rank, weight=weight,
                                  adaln=adaln, a_clip=a_clip, ampn_avg_bits=ampn_avg_bits, ampn_choices=ampn_choices)
         if attention_bits != "auto":
@@ -99,7 +104,7 @@ def ampn_allocate(model: Any, avg_bits: float, choices: list[int] | None = None,
     """AMPN on an installed quantised DiT, in place: per-group sensitivities ``s_l(b)`` (output MSE on
     ``calib_size`` noised train digits with only group l quantised to b bits), the exact DP allocation
     over ``choices`` (default 1..4) under ``avg_bits``, and the bits set. Measured on the model as it is:
-    post-training by :func:`quantize_dit`; after a QAT warm-up in ``tools/train_robuq_toy.py`` (the
+    post-training by :func:`quantize_dit`; after a QAT warm-up in :func:`~.train.train_qat` (the
     paper's protocol: sensitivities after ~1k QAT steps). Keeps ``robuq_bits`` / ``robuq_sensitivities``."""
     choices = list(choices or [1, 2, 3, 4])
     xt, t, y, _ = digits_eps_batch(calib_size, calib_seed)
@@ -114,9 +119,6 @@ def ampn_allocate(model: Any, avg_bits: float, choices: list[int] | None = None,
     model.robuq_bits = dict(zip(names, bits))
     model.robuq_sensitivities = sens
     return model.robuq_bits
-
-
-SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
 
 
 def _refuse_layout_conflicts(q: Any, packed: str, **given: Any) -> None:
@@ -147,21 +149,11 @@ def _refuse_layout_conflicts(q: Any, packed: str, **given: Any) -> None:
                              f"omit {key} to use the file's")
 
 
-def _load_packed_into(model: Any, packed: str, sha256: str | None) -> Any:
-    from zoo.common.training import sha256_file
-
-    rel = Path(packed)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise ValueError(f"transform_config.packed: expected a path inside specs/ (e.g. weights/x.safetensors), got {packed!r}")
-    if not sha256 or len(sha256) != 64:
-        raise ValueError("transform_config.sha256: a packed checkpoint needs its 64-hex sha256")
-    path = SPECS_DIR / rel
-    if not path.is_file():
-        raise ValueError(f"transform_config.packed: {path} does not exist")
-    got = sha256_file(path)
-    if got != sha256:
-        raise ValueError(f"transform_config.packed: {path} sha256 {got} does not match {sha256}")
-    q = load_packed(path, lambda: model)
+def _load_packed_into(model: Any, packed: Path) -> Any:
+    """The packed export at ``packed`` rebuilt on ``model``'s architecture, with ``robuq_bits`` per group."""
+    if not packed.is_file():
+        raise ValueError(f"transform_config.packed: {packed} does not exist")
+    q = load_packed(packed, lambda: model)
     bits = {g: q.get_submodule(names[0]).a_bits for g, names in layer_groups(q).items()}
     q.robuq_bits = bits
     return q
