@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # One prepared GPU check (for a session that is lent a GPU machine): every spec's CPU variant
 # through the conformance harness on cuda, then in bf16 where a spec's CPU variant declares it,
-# then `zoo sample` under torchrun on cuda, then the benchmarks. Writes everything under ${OUT:-out}/ and prints a
-# summary table.
+# then `zoo sample` under torchrun on cuda, then PoE-Bridge's speed benchmark on cuda (its 5x claim is a GPU
+# claim, issue 40), then the other benchmarks. Writes everything under ${OUT:-out}/ and prints a summary table.
 #   usage: bash tools/device_check.sh            (expects the project installed, e.g. by .ci/run)
+#          POE_ONLY=1 DEVICE=cpu POE_ARGS=--quick bash tools/device_check.sh   (the PoE-Bridge step alone, a CPU dry run;
+#          POE_ARGS replaces the default "--problems 64 --repeats 3")
 set -uo pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
+DEVICE="${DEVICE:-cuda}"
 export HF_HUB_OFFLINE=1
+# PoE-Bridge on the GPU: every pair, K = 1 and K = 4, wall clock with the device synchronised and the cost model
+# from CUDA-timed forwards (the table's "cost per forward" line); JSON and log under $OUT
+poe_bench() {
+  local args="${POE_ARGS:---problems 64 --repeats 3}"
+  echo "== zoo bench poe-bridge --device $DEVICE $args" | tee -a "$OUT/bench.txt"
+  timeout "${POE_TIMEOUT:-420}" zoo bench poe-bridge --device "$DEVICE" $args \
+    --json "$OUT/poe-bridge-$DEVICE.json" --png "$OUT/poe-bridge-$DEVICE.png" > "$OUT/poe-bridge-$DEVICE.txt" 2>&1 \
+    && grep -E "^\[|^cost per forward|^  K=" "$OUT/poe-bridge-$DEVICE.txt" | tee -a "$OUT/bench.txt" \
+    || { echo "(poe-bridge bench failed, see poe-bridge-$DEVICE.txt)" | tee -a "$OUT/bench.txt"; tail -5 "$OUT/poe-bridge-$DEVICE.txt"; }
+}
+if [ -n "${POE_ONLY:-}" ]; then poe_bench; exit 0; fi
 python - <<'PY' > "$OUT/env.txt" 2>&1
 import torch, transformers, diffusers, timm
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
@@ -33,7 +47,9 @@ for s in f-dpmsolver:digits unidflow:toy; do
     "$SAMPLES/$name" 2>&1 | tail -1 | tee -a "$OUT/sample-cuda.txt"
 done
 rm -rf "$SAMPLES"
+poe_bench
 for b in tools/bench_*.py; do
+  [ "$b" = tools/bench_poe_bridge.py ] && continue  # run above, with its own options
   timeout 300 python "$b" --help >/dev/null 2>&1 || continue
   echo "== $b" | tee -a "$OUT/bench.txt"
   timeout 300 python "$b" --device cuda >> "$OUT/bench.txt" 2>&1 || echo "(failed or no --device option)" >> "$OUT/bench.txt"

@@ -5,7 +5,7 @@ task of ``zoo.common.toy_text``. The AR target of ``toy-equal`` is the ``toy`` v
 
 Objective: MDLM/LLaDA (Sahoo et al. 2024, arXiv 2406.07524; Nie et al. 2025, arXiv 2502.09992): each
 answer token (answer, EOS, EOS padding to 40 tokens) is masked with probability t ~ U(eps, 1), the
-cross-entropy on masked positions is weighted by 1/t (``zoo.common.masked_dlm.masked_diffusion_loss``).
+cross-entropy on masked positions is weighted by 1/t (the loop: ``zoo.methods.poe_bridge.training.train_dlm_qwen2``).
 AdamW + one-cycle schedule, gradient clipping at 1, one thread, fixed seeds: the output file is the
 same byte for byte on every run (``--check`` verifies it against the shipped file).
 
@@ -25,37 +25,17 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zoo.common.masked_dlm import mask_tokens, masked_diffusion_loss  # noqa: E402
-from zoo.common.toy_text import ArithTokenizer, eval_problems, training_batch  # noqa: E402
-from zoo.common.training import add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint  # noqa: E402
-from zoo.methods.poe_bridge.toy import TOY_MAX_NEW_TOKENS, build_dlm_qwen2  # noqa: E402
+from zoo.common.training import add_check_argument, check_reproduces, save_checkpoint  # noqa: E402
+from zoo.methods.poe_bridge.training import train_dlm_qwen2  # noqa: E402
 
 OUT_NAME = "poe-bridge-dlm-qwen2.safetensors"
-
-
-def train(steps: int, bs: int, lr: float, digits: int, seed: int) -> torch.nn.Module:
-    tok = ArithTokenizer(digits)
-    banned = {(e.a, e.b) for e in eval_problems(256, digits)}
-    model = build_dlm_qwen2(digits=digits).train()
-    opt, sched = adamw_one_cycle(model.parameters(), lr, steps, pct_start=0.1, weight_decay=0.01)
-    g = torch.Generator().manual_seed(seed)
-    eps = 1e-3
-    for step in (bar := progress(range(steps), desc="DLM (Qwen2, bidirectional)")):
-        x, P = training_batch(tok, bs, g, digits, banned, TOY_MAX_NEW_TOKENS)
-        t = torch.rand(bs, 1, generator=g) * (1 - eps) + eps
-        xt, masked = mask_tokens(x, t, tok.mask_token_id, g, keep_prefix=P)
-        loss = masked_diffusion_loss(model(input_ids=xt).logits, x, masked, t, "elbo", normalizer=bs * TOY_MAX_NEW_TOKENS)
-        optimizer_step(model, opt, sched, loss, clip=1.0)
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-    return model.eval()
 
 
 def train_to(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     """Train and save the full state dict (the tied head included, so the zoo loader reads it strictly)."""
     torch.manual_seed(args.seed)
     t0 = time.time()
-    model = train(args.steps, args.batch_size, args.lr, args.digits, args.seed)
+    model = train_dlm_qwen2(args.steps, args.batch_size, args.lr, args.digits, args.seed)
     h = save_checkpoint(model, out / OUT_NAME, quiet=True)
     print(f"DLM {time.time() - t0:6.1f}s  {OUT_NAME}  sha256 {h}")
     return {OUT_NAME: out / OUT_NAME}

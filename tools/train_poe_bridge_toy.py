@@ -29,26 +29,10 @@ sys.path.insert(0, str(ROOT))
 
 from zoo.common.toy_text import ArithTokenizer, eval_problems, training_batch  # noqa: E402
 from zoo.common.training import add_check_argument, adamw_one_cycle, check_reproduces, optimizer_step, progress, save_checkpoint  # noqa: E402
-from zoo.methods.poe_bridge.toy import build_ar, build_dlm  # noqa: E402
+from zoo.methods.poe_bridge.toy import build_dlm  # noqa: E402
+from zoo.methods.poe_bridge.training import train_ar_qwen2  # noqa: E402
 
 MAX_NEW = 40
-
-
-def train_ar(steps: int, bs: int, lr: float, digits: int, seed: int, banned) -> torch.nn.Module:
-    tok = ArithTokenizer(digits)
-    model = build_ar(digits=digits).train()
-    opt, sched = adamw_one_cycle(model.parameters(), lr, steps, pct_start=0.1, weight_decay=0.01)
-    g = torch.Generator().manual_seed(seed)
-    n_ans = 9 * digits + digits + 3  # answer + first EOS
-    for step in (bar := progress(range(steps), desc="AR")):
-        x, P = training_batch(tok, bs, g, digits, banned, MAX_NEW)
-        x = x[:, : P + n_ans]
-        logits = model(input_ids=x[:, :-1]).logits
-        tgt = x[:, 1:].clone()
-        tgt[:, : P - 1] = -100
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
-        _update(model, opt, sched, loss, bar, step)
-    return model.eval()
 
 
 def _update(model, opt, sched, loss, bar, step: int) -> None:
@@ -102,7 +86,7 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     written = {}
     if args.only in (None, "ar"):
         t = time.time()
-        ar = train_ar(args.ar_steps, args.batch_size, args.lr, args.digits, args.seed, banned)
+        ar = train_ar_qwen2(args.ar_steps, args.batch_size, args.lr, args.digits, args.seed)
         written["poe-bridge-ar.safetensors"] = out / "poe-bridge-ar.safetensors"
         h = save_checkpoint(ar, written["poe-bridge-ar.safetensors"], quiet=True)
         print(f"AR  {time.time() - t:6.1f}s  poe-bridge-ar.safetensors  sha256 {h}")

@@ -109,6 +109,28 @@ class ArithTokenizer(SymbolTokenizer):
         body = self.canonical_prompt(text)
         return ([self.bos_token_id] if add_bos else []) + self.encode_raw(body)
 
+    # the task, as methods (so that code can take the task from a model's ``zoo_tokenizer``)
+    def solution(self, a: int, b: int) -> str:
+        """:func:`solution` at this tokenizer's ``digits``."""
+        return solution(a, b, self.digits)
+
+    def answer_length(self) -> int:
+        """:func:`answer_length` at this tokenizer's ``digits``."""
+        return answer_length(self.digits)
+
+    def is_correct(self, prompt: str, completion: str) -> bool:
+        """:func:`is_correct` at this tokenizer's ``digits``."""
+        return is_correct(prompt, completion, self.digits)
+
+    def eval_problems(self, n: int = 64) -> list["ToyExample"]:
+        """:func:`eval_problems` at this tokenizer's ``digits``."""
+        return eval_problems(n, self.digits)
+
+    def training_batch(self, n: int, generator: "torch.Generator", banned: set[tuple[int, int]],
+                       max_new_tokens: int = 40) -> tuple["torch.Tensor", int]:
+        """:func:`training_batch` at this tokenizer's ``digits``."""
+        return training_batch(self, n, generator, self.digits, banned, max_new_tokens)
+
 
 def solution(a: int, b: int, digits: int = 3) -> str:
     """The step-by-step answer text of ``a + b`` (without EOS)."""

@@ -32,135 +32,199 @@ from zoo.common.bench_output import parse_with_quick
 QUICK = {"problems": 8, "repeats": 1, "variants": "toy"}  # --quick: these unless given explicitly
 
 
-def build(spec_path: Path | str, variant: str = "toy"):
+TITLES = {
+    "toy": "3-digit addition (33-token answers), shipped pair: torch-encoder DLM + Qwen2 AR",
+    "toy-equal": "3-digit addition (33-token answers), equal pair: bidirectional Qwen2 DLM + the toy's Qwen2 AR",
+    "toy-long": "31-digit column addition (63-token answers), equal pair trained for it: bidirectional Qwen2 DLM + Qwen2 AR",
+}
+
+
+def build(spec_path: Path | str, variant: str = "toy", device: str = "cpu"):
     """Models of a toy variant, built from the spec (sha256-checked shipped weights)."""
     import zoo
 
-    return zoo.load(str(spec_path), variant=variant, device="cpu")
-
-
-def forward_costs(models, n_lanes: int = 4, window: int = 32, reps: int = 30) -> dict[str, float]:
-    """Median wall ms of one DLM forward on ``[prompt || 40 masks]`` and of one K-lane AR verify forward
-    (``window`` drafts per lane after a cached prompt), the two forwards PoE-Bridge pays for."""
-    import statistics
-    import time
-
-    import torch
-
-    from zoo.common.ar_cache import ar_forward, cache_kwarg, cache_repeat, new_cache
-    from zoo.common.masked_dlm import MaskedDenoiser
-    from zoo.common.toy_text import eval_problems
-
-    tok = models["target"].zoo_tokenizer
-    prompt = tok.encode(eval_problems(1)[0].prompt)
-    den = MaskedDenoiser.wrap(models["proposal"])
-    dl_in = torch.tensor([prompt + [den.mask_token_id] * 40])
-    target, kw = models["target"], cache_kwarg(models["target"])
-    drafts = torch.randint(4, tok.vocab_size, (n_lanes, window), generator=torch.Generator().manual_seed(0))
-
-    def verify():
-        cache = new_cache(target)
-        ar_forward(target, torch.tensor([prompt[:-1]]), cache, kw)  # the prefix is cached before a window
-        cache_repeat(cache, n_lanes)
-        t0 = time.perf_counter()
-        ar_forward(target, torch.cat([torch.tensor([prompt[-1:]] * n_lanes), drafts], 1), cache, kw)
-        return time.perf_counter() - t0
-
-    def dlm():
-        t0 = time.perf_counter()
-        den(dl_in)
-        return time.perf_counter() - t0
-
-    with torch.no_grad():
-        for f in (dlm, verify):
-            f()  # warm-up
-        d = statistics.median(dlm() for _ in range(reps)) * 1e3
-        v = statistics.median(verify() for _ in range(reps)) * 1e3
-    return {"dlm_forward_ms": d, "verify_forward_ms": v, "verify_over_dlm": v / d}
+    return zoo.load(str(spec_path), variant=variant, device=device)
 
 
 def _accepted_per_window(proc, n_problems: int) -> float:
     """Mean accepted draft tokens per verify window (re-runs the same seeds; counters are deterministic)."""
-    from zoo.common.toy_text import eval_problems
-
     acc = win = 0
-    for i, ex in enumerate(eval_problems(n_problems)):
+    for i, ex in enumerate(proc.tokenizer().eval_problems(n_problems)):
         st = proc(ex.prompt, seed=i).stats[0]
         acc += st["accepted_tokens"]
         win += st["windows"]
     return acc / max(win, 1)
 
 
-def run_pair(variant: str, args, spec_params_override=None) -> tuple[list[dict], dict, dict]:
-    """The benchmark rows of one model pair; returns (rows, spec sampler params, forward costs)."""
+def run_pair(variant: str, args) -> tuple[list[dict], dict, dict]:
+    """The benchmark rows of one model pair; returns (rows, spec sampler params, forward costs). Each row
+    keeps its fastest wall round and, separately, its lowest thread-CPU round; ``model_s`` is the cost model
+    (:func:`~zoo.methods.poe_bridge.speed.cost_model_s`) with the pair's :func:`forward_costs`."""
     from zoo.common.masked_dlm import ConfidenceDecoding
     from zoo.methods.poe_bridge.baselines import ARDecoding
     from zoo.methods.poe_bridge.metrics import evaluate
     from zoo.methods.poe_bridge.sampler import PoEBridgeSampler
+    from zoo.methods.poe_bridge.speed import cost_model_s, forward_costs, verify_key
 
-    pipe = build(args.spec, variant)
+    device = getattr(args, "device", "cpu")
+    pipe = build(args.spec, variant, device)
     models = pipe.models
     spec_params = {n: dict(pipe.spec.samplers[n].params) for n in pipe.spec.samplers}
     if args.verify_window:
         for v in spec_params.values():
             v["verify_window"] = args.verify_window
 
+    def poe(label: str, sampler: str):
+        prm = spec_params[sampler]
+        return (label, PoEBridgeSampler, models, prm, verify_key(prm.get("n_lanes", 4)))
+
     rows = [
-        ("AR decoding (target)", ARDecoding, {"target": models["target"]}, {}),
+        ("AR decoding (target)", ARDecoding, {"target": models["target"]}, {}, "ar_step_ms"),
         ("DLM decoding (entropy, 2 tok/step)", ConfidenceDecoding, {"proposal": models["proposal"]},
-         {"tokens_per_step": 2, "alg": "entropy"}),
+         {"tokens_per_step": 2, "alg": "entropy"}, None),
         ("DLM decoding (entropy, 1 tok/step)", ConfidenceDecoding, {"proposal": models["proposal"]},
-         {"tokens_per_step": 1, "alg": "entropy"}),
+         {"tokens_per_step": 1, "alg": "entropy"}, None),
     ]
     if variant == "toy":
-        rows += [
-            ("direct D->A IS, no bridge (K=4)", PoEBridgeSampler, models, spec_params["direct-is"]),
-            ("speculative D->A, w=0 (K=4)", PoEBridgeSampler, models, spec_params["speculative-w0"]),
-        ]
-    rows += [
-        ("PoE-Bridge K=1 (no IS)", PoEBridgeSampler, models, spec_params["poe-bridge-k1"]),
-        ("PoE-Bridge K=4 multinomial_exact (paper)", PoEBridgeSampler, models, spec_params["poe-bridge"]),
-        ("PoE-Bridge K=4 argmax_logit_diff (repo)", PoEBridgeSampler, models, spec_params["poe-bridge-repo"]),
-    ]
-    procs = [(label, cls(models=mdl, params=cls.Params(**params), device="cpu", dtype=None)) for label, cls, mdl, params in rows]
+        rows += [poe("direct D->A IS, no bridge (K=4)", "direct-is"), poe("speculative D->A, w=0 (K=4)", "speculative-w0")]
+    rows += [poe("PoE-Bridge K=1 (no IS)", "poe-bridge-k1"), poe("PoE-Bridge K=4 multinomial_exact (paper)", "poe-bridge"),
+             poe("PoE-Bridge K=4 argmax_logit_diff (repo)", "poe-bridge-repo")]
+    procs = [(label, cls(models=mdl, params=cls.Params(**params), device=device, dtype=None), key)
+             for label, cls, mdl, params, key in rows]
     best: dict[str, dict] = {}
     # round-robin repeats (every method once per round) so that load from other processes hits all rows
-    # alike; each row keeps its fastest round (counters and accuracy are identical across rounds)
+    # alike; each row keeps its fastest wall round and its lowest CPU round (counters and accuracy are
+    # identical across rounds)
     for rep in range(args.repeats):
-        for label, proc in procs:
+        for label, proc, key in procs:
             r = evaluate(proc, args.problems, progress=True)
-            if label not in best or r["wall_s"] < best[label]["wall_s"]:
-                best[label] = dict(r, method=label, variant=variant)
+            if label not in best:
+                best[label] = dict(r, method=label, variant=variant, ar_cost_key=key)
+            b = best[label]
+            if r["wall_s"] < b["wall_s"]:
+                b.update(wall_s=r["wall_s"], tokens_per_s=r["tokens_per_s"])
+            if r["cpu_s"] < b["cpu_s"]:
+                b.update(cpu_s=r["cpu_s"], tokens_per_cpu_s=r["tokens_per_cpu_s"])
         print(f"  {variant}: round {rep + 1}/{args.repeats} done", file=sys.stderr)
-    results = [best[label] for label, _ in procs]
-    costs = forward_costs(models, spec_params["poe-bridge"]["n_lanes"], spec_params["poe-bridge"]["verify_window"],
-                          reps=5 if args.quick else 30)
+    lanes = tuple(sorted({spec_params[n].get("n_lanes", 4) for n in ("poe-bridge", "poe-bridge-k1")}))
+    costs = forward_costs(models, lanes, spec_params["poe-bridge"]["verify_window"], reps=5 if args.quick else 30,
+                          device=device)
+    results = [best[label] for label, _, _ in procs]
+    for r in results:
+        r["model_s"] = cost_model_s(r, costs, r["ar_cost_key"], args.problems)
+        r["tokens_per_model_s"] = r["tokens"] * args.problems / r["model_s"]
     return results, spec_params, costs
 
 
-def print_table(variant: str, results: list[dict], costs: dict, problems: int) -> None:
+def speed_summary(results: list[dict], costs: dict, window: int) -> list[dict]:
+    """PoE-Bridge K = 1 (the CPU row) and K = 4 (the paper's row) against DLM decoding at 2 tokens/step, in
+    tok/s ratios by each clock: wall, thread CPU, cost model, and forward counts (every forward at the same
+    cost, the paper's GPU regime), next to the forward-count bound of the task."""
+    from zoo.methods.poe_bridge.speed import forward_count_bound
+
+    dlm = next(r for r in results if r["method"].startswith("DLM decoding (entropy, 2"))
+    out = []
+    for label, start in (("K=1, the CPU row", "PoE-Bridge K=1"), ("K=4, the paper's row", "PoE-Bridge K=4 multinomial")):
+        r = next(x for x in results if x["method"].startswith(start))
+        fwd = (dlm["dlm_forwards"] / dlm["tokens"]) / ((r["dlm_forwards"] + r["ar_forwards"]) / r["tokens"])
+        out.append({"row": label, "method": r["method"], "wall": r["tokens_per_s"] / dlm["tokens_per_s"],
+                    "cpu": r["tokens_per_cpu_s"] / dlm["tokens_per_cpu_s"],
+                    "model": r["tokens_per_model_s"] / dlm["tokens_per_model_s"], "fwd": fwd,
+                    "bound": forward_count_bound(dlm["dlm_forwards"], round(r["tokens"]), window),
+                    "cpu_over_model": r["cpu_s"] / r["model_s"]})
+    return out
+
+
+def print_table(variant: str, results: list[dict], costs: dict, problems: int, window: int = 32) -> list[dict]:
+    """Print one pair's table, its cost line and speed summary; returns the summary rows."""
     import torch
 
     ar, dlm = results[0], results[1]
-    title = {"toy": "shipped pair: torch-encoder DLM + Qwen2 AR",
-             "toy-equal": "equal pair: bidirectional Qwen2 DLM + Qwen2 AR, same width/depth"}.get(variant, variant)
-    print(f"\n[{variant}] Toy addition (3 digits, {problems} held-out problems), {title}; one thread, torch {torch.__version__}")
-    print(f"cost per forward: DLM {costs['dlm_forward_ms']:.2f} ms, K-lane verify {costs['verify_forward_ms']:.2f} ms "
-          f"(verify / DLM = {costs['verify_over_dlm']:.2f})")
-    hdr = f"| {'method':<42} | {'acc':>5} | {'acc/AR':>6} | {'DLM fwd':>7} | {'AR fwd':>6} | {'tok/s':>6} | {'x DLM':>5} | {'x AR':>5} | {'wall s':>6} |"
+    clock = "thread-CPU" if costs["clock"] == "thread-cpu" else "CUDA wall"
+    print(f"\n[{variant}] Toy {TITLES.get(variant, variant)}; {problems} held-out problems; one thread, torch {torch.__version__}")
+    lanes = sorted(int(k[len("verify_k"):-3]) for k in costs if k.startswith("verify_k"))
+    print(f"cost per forward ({clock} ms, median): DLM {costs['dlm_forward_ms']:.3f} over prompt + {costs['answer_region']} "
+          f"masks; AR step {costs['ar_step_ms']:.3f}; " + ", ".join(
+              f"K={k} verify {costs[f'verify_k{k}_ms']:.3f} ({costs[f'verify_k{k}_ms'] / costs['dlm_forward_ms']:.2f} x DLM)"
+              for k in lanes))
+    hdr = (f"| {'method':<42} | {'acc':>5} | {'acc/AR':>6} | {'DLM fwd':>7} | {'AR fwd':>6} | {'wall s':>6} | {'CPU s':>6} | "
+           f"{'model s':>7} | {'x DLM wall':>10} | {'x DLM CPU':>9} | {'x DLM model':>11} | {'x AR CPU':>8} |")
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     for r in results:
         r["acc_vs_ar"] = r["accuracy"] / ar["accuracy"] if ar["accuracy"] else float("nan")
         r["speed_vs_dlm"] = r["tokens_per_s"] / dlm["tokens_per_s"]
         r["speed_vs_ar"] = r["tokens_per_s"] / ar["tokens_per_s"]
+        r["cpu_speed_vs_dlm"] = r["tokens_per_cpu_s"] / dlm["tokens_per_cpu_s"]
+        r["cpu_speed_vs_ar"] = r["tokens_per_cpu_s"] / ar["tokens_per_cpu_s"]
+        r["model_speed_vs_dlm"] = r["tokens_per_model_s"] / dlm["tokens_per_model_s"]
         print(f"| {r['method']:<42} | {r['accuracy']:5.3f} | {r['acc_vs_ar']:6.3f} | {r['dlm_forwards']:7.2f} | "
-              f"{r['ar_forwards']:6.2f} | {r['tokens_per_s']:6.0f} | {r['speed_vs_dlm']:5.2f} | {r['speed_vs_ar']:5.2f} | "
-              f"{r['wall_s']:6.2f} |")
+              f"{r['ar_forwards']:6.2f} | {r['wall_s']:6.2f} | {r['cpu_s']:6.2f} | {r['model_s']:7.2f} | "
+              f"{r['speed_vs_dlm']:10.2f} | {r['cpu_speed_vs_dlm']:9.2f} | {r['model_speed_vs_dlm']:11.2f} | "
+              f"{r['cpu_speed_vs_ar']:8.2f} |")
+    summary = speed_summary(results, costs, window)
+    print(f"PoE-Bridge over DLM decoding (2 tok/step), tok/s ratios (paper, GSM8K: 3.84 K=4, 3.98 K=1; abstract ~5x); "
+          f"forward-count bound {summary[0]['bound']:.2f}:")
+    for s in summary:
+        print(f"  {s['row']:<21} wall x{s['wall']:.2f}  thread CPU x{s['cpu']:.2f}  cost model x{s['model']:.2f}  "
+              f"forward count x{s['fwd']:.2f}  (CPU / model {s['cpu_over_model']:.2f})")
     dlm1 = next(r for r in results if r["method"].startswith("DLM decoding (entropy, 1"))
     paper = next(r for r in results if r["method"].startswith("PoE-Bridge K=4 multinomial"))
     print(f"PoE-Bridge (paper) vs DLM decoding at 1 tok/step: accuracy {paper['accuracy']:.3f} vs {dlm1['accuracy']:.3f}, "
-          f"tok/s x{paper['tokens_per_s'] / dlm1['tokens_per_s']:.2f}; vs 2 tok/step: x{paper['speed_vs_dlm']:.2f}")
+          f"thread-CPU tok/s x{paper['tokens_per_cpu_s'] / dlm1['tokens_per_cpu_s']:.2f}")
+    return summary
+
+
+def plot(results: list[dict], summaries: dict[str, list[dict]], path: Path) -> None:
+    """The PNG: accuracy against thread-CPU throughput on the toy pair; PoE-Bridge's speedup over DLM
+    decoding per pair by clock (K = 1 and K = 4) with the forward-count bound; the PoE-weight ablation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    short = ["AR", "DLM 2 tok/step", "DLM 1 tok/step", "direct IS", "spec. w=0", "PoE K=1", "PoE K=4 exact", "PoE K=4 argmax"]
+    main_rows = [r for r in results if not r["method"].startswith("sweep")]
+    sweep = [r for r in results if r["method"].startswith("sweep")]
+    fig, axes = plt.subplots(1, 3 if sweep else 2, figsize=(16 if sweep else 11, 4.2), squeeze=False)
+    ax = axes[0][0]
+    for r, lab in zip(main_rows, short):
+        ax.scatter(r["tokens_per_cpu_s"], r["accuracy"], s=45)
+        ax.annotate(lab, (r["tokens_per_cpu_s"], r["accuracy"]), fontsize=8, xytext=(4, -10 if "argmax" in lab else 4),
+                    textcoords="offset points")
+    ax.set_xlabel("new tokens / thread-CPU second (one thread)")
+    ax.set_ylabel("exact-match accuracy (held-out problems)")
+    ax.set_title("toy pair: accuracy vs throughput")
+    ax.grid(alpha=0.3)
+    ax = axes[0][1]
+    clocks = [("wall", "wall"), ("cpu", "thread CPU"), ("model", "cost model"), ("fwd", "forward count")]
+    groups = [(v, s) for v, ss in summaries.items() for s in ss]
+    width = 0.8 / len(clocks)
+    for c, (key, lab) in enumerate(clocks):
+        ax.bar([g + c * width for g in range(len(groups))], [s[key] for _, s in groups], width, label=lab)
+    for g, (_, s) in enumerate(groups):
+        ax.hlines(s["bound"], g - width / 2, g + 0.8 - width / 2, colors="k", linestyles=":")
+    ax.axhline(3.84, color="C3", lw=1, ls="--", label="paper K=4 (GSM8K)")
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{v}\n{s['row'].split(',')[0]}" for v, s in groups], fontsize=8)
+    ax.set_ylabel("PoE-Bridge tok/s / DLM decoding tok/s")
+    ax.set_title("speedup over DLM decoding (dotted: forward-count bound)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    if sweep:
+        ax2 = axes[0][2]
+        ws = [float(r["method"].split("=")[1]) for r in sweep]
+        ax2.plot(ws, [r["accuracy"] for r in sweep], "o-", label="accuracy")
+        ax2.set_xlabel("PoE weight w")
+        ax2.set_ylabel("accuracy")
+        ax3 = ax2.twinx()
+        ax3.plot(ws, [r["accepted_per_window"] for r in sweep], "s--", color="C1", label="accepted / window")
+        ax3.set_ylabel("accepted draft tokens per window", color="C1")
+        ax2.set_title("PoE-weight ablation (K=4, exact)")
+        ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
 
 
 @benchmark
@@ -175,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-w", action="store_true", help="also print the PoE-weight ablation table")
     ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
     ap.add_argument("--png", type=Path, default=Path("poe-bridge-bench.png"), help="PNG output path")
-    ap.add_argument("--variants", default="toy,toy-equal", help="comma-separated model pairs (spec variants)")
+    ap.add_argument("--variants", default="toy,toy-equal,toy-long", help="comma-separated model pairs (spec variants)")
+    ap.add_argument("--device", default="cpu", help="torch device of the models (cuda: the paper's regime; the cost "
+                    "line then times forwards by synchronised wall clock)")
     args = parse_with_quick(ap, argv, QUICK, "8 problems, 1 timing round, the toy pair only, 5 cost repetitions "
                             "(the table still prints)")
 
@@ -187,69 +253,40 @@ def main(argv: list[str] | None = None) -> int:
 
     all_results: list[dict] = []
     results: list[dict] = []
+    summaries: dict[str, list[dict]] = {}
     spec_params: dict = {}
     models = None
+    if args.sweep_w and "toy" not in args.variants.split(","):
+        print("--sweep-w needs the toy variant in --variants", file=sys.stderr)
+        return 2
     for variant in args.variants.split(","):
         rows, params_v, costs = run_pair(variant, args)
-        print_table(variant, rows, costs, args.problems)
+        summaries[variant] = print_table(variant, rows, costs, args.problems, params_v["poe-bridge"]["verify_window"])
         for r in rows:
             r.update(costs)
         all_results += rows
+        all_results += [dict(s, method=f"speedup {s['row']}", variant=variant) for s in summaries[variant]]
         if variant == "toy":
             results, spec_params = rows, params_v
-            models = build(args.spec, "toy").models
-    if args.sweep_w and models is None:
-        print("--sweep-w needs the toy variant in --variants", file=sys.stderr)
-        return 2
+            models = build(args.spec, "toy", args.device).models
     if args.sweep_w:
         print(f"\nPoE weight ablation (K=4, multinomial_exact, V={spec_params['poe-bridge']['verify_window']}; paper: "
               "HumanEval K=1, accepted tokens/step 4.91 at w=0 -> 15.61 at w=0.9, accuracy 81.3 -> 30.5)")
-        print("|   w  |   acc | accepted/window | DLM fwd | AR fwd |  tok/s |")
-        print("|------|-------|-----------------|---------|--------|--------|")
+        print("|   w  |   acc | accepted/window | DLM fwd | AR fwd | CPU tok/s |")
+        print("|------|-------|-----------------|---------|--------|-----------|")
         for w in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
             prm = dict(spec_params["poe-bridge"], mixture_weight=w)
-            proc = PoEBridgeSampler(models=models, params=PoEBridgeSampler.Params(**prm), device="cpu", dtype=None)
+            proc = PoEBridgeSampler(models=models, params=PoEBridgeSampler.Params(**prm), device=args.device, dtype=None)
             r = evaluate(proc, args.problems, progress=True)
             acc_w = _accepted_per_window(proc, args.problems)
             print(f"| {w:4.1f} | {r['accuracy']:5.3f} | {acc_w:15.2f} | {r['dlm_forwards']:7.2f} | {r['ar_forwards']:6.2f} | "
-                  f"{r['tokens_per_s']:6.0f} |")
+                  f"{r['tokens_per_cpu_s']:9.0f} |")
             sweep_row = dict(r, method=f"sweep w={w}", accepted_per_window=acc_w, variant="toy")
             results.append(sweep_row)
             all_results.append(sweep_row)
     if args.json:
         args.json.write_text(json.dumps(all_results, indent=2))
     if args.png and results:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        short = ["AR", "DLM 2 tok/step", "DLM 1 tok/step", "direct IS", "spec. w=0", "PoE K=1", "PoE K=4 exact", "PoE K=4 argmax"]
-        main_rows = [r for r in results if not r["method"].startswith("sweep")]
-        sweep = [r for r in results if r["method"].startswith("sweep")]
-        fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(11 if sweep else 6, 4), squeeze=False)
-        ax = axes[0][0]
-        for r, lab in zip(main_rows, short):
-            ax.scatter(r["tokens_per_s"], r["accuracy"], s=45)
-            ax.annotate(lab, (r["tokens_per_s"], r["accuracy"]), fontsize=8, xytext=(4, -10 if "argmax" in lab else 4),
-                        textcoords="offset points", rotation=0)
-        ax.set_xlabel("new tokens / s (one CPU thread)")
-        ax.set_ylabel("exact-match accuracy (64 held-out)")
-        ax.set_title("toy: accuracy vs throughput")
-        ax.grid(alpha=0.3)
-        if sweep:
-            ax2 = axes[0][1]
-            ws = [float(r["method"].split("=")[1]) for r in sweep]
-            ax2.plot(ws, [r["accuracy"] for r in sweep], "o-", label="accuracy")
-            ax2.set_xlabel("PoE weight w")
-            ax2.set_ylabel("accuracy")
-            ax3 = ax2.twinx()
-            ax3.plot(ws, [r["accepted_per_window"] for r in sweep], "s--", color="C1", label="accepted / window")
-            ax3.set_ylabel("accepted draft tokens per window", color="C1")
-            ax2.set_title("PoE-weight ablation (K=4, exact)")
-            ax2.grid(alpha=0.3)
-        fig.tight_layout()
-        args.png.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.png, dpi=110)
+        plot(results, summaries, args.png)
         print(f"\nplot: {args.png}")
     return 0

@@ -5,6 +5,8 @@ Dream), both trained in-repo by ``tools/train_poe_bridge_toy.py`` on the step-by
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from pydantic import Field
 from torch import nn
@@ -13,7 +15,23 @@ from registry.contract import FactoryParams, factory
 from zoo.common.masked_dlm import TinyMaskedLM
 from zoo.common.toy_text import ArithTokenizer
 
-__all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm"]
+from .columns import ColumnTokenizer
+
+__all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm", "build_dlm_qwen2",
+           "toy_tokenizer"]
+
+TASKS = ("steps", "columns")
+
+
+def toy_tokenizer(task: str = "steps", digits: int = 3) -> ArithTokenizer | ColumnTokenizer:
+    """The tokenizer (and task) of a toy variant: ``steps``, the step-by-step addition of
+    :mod:`zoo.common.toy_text` (``toy``, ``toy-equal``); ``columns``, the column-interleaved addition of
+    :mod:`.columns` (``toy-long``)."""
+    if task == "steps":
+        return ArithTokenizer(digits)
+    if task == "columns":
+        return ColumnTokenizer(digits)
+    raise ValueError(f"toy task must be one of {TASKS}, got {task!r}")
 
 TOY_MAX_NEW_TOKENS = 40  # answer (33 tokens for 3 digits) + EOS padding, the DLM's training length
 AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
@@ -24,13 +42,24 @@ DLM_CONFIG = dict(d_model=64, n_layers=2, n_heads=4, d_ff=192, max_len=64)
 class ToyARConfig(FactoryParams):
     """``config`` of :func:`build_ar` (bounded: the toy runs on a CPU)."""
 
-    digits: int = Field(3, ge=1, le=9)
+    task: Literal["steps", "columns"] = Field("steps", description="toy task (:func:`toy_tokenizer`)")
+    digits: int = Field(3, ge=1, le=64)
     hidden_size: int = Field(AR_CONFIG["hidden_size"], ge=8, le=4096)
     intermediate_size: int = Field(AR_CONFIG["intermediate_size"], ge=8, le=16384)
     num_hidden_layers: int = Field(AR_CONFIG["num_hidden_layers"], ge=1, le=64)
     num_attention_heads: int = Field(AR_CONFIG["num_attention_heads"], ge=1, le=64)
     num_key_value_heads: int = Field(AR_CONFIG["num_key_value_heads"], ge=1, le=64)
     max_position_embeddings: int = Field(AR_CONFIG["max_position_embeddings"], ge=8, le=8192)
+    max_new_tokens: int = Field(TOY_MAX_NEW_TOKENS, ge=1, le=4096,
+                                description="answer region (answer + EOS padding): the generation length the model reads")
+    init_seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the random initialisation (training; loaded weights replace it)")
+
+
+class ToyDLMQwen2Config(ToyARConfig):
+    """``config`` of :func:`build_dlm_qwen2`: the AR target's fields and the read-out convention."""
+
+    shift_logits: bool = Field(False, description="Dream's convention: output i-1 predicts token i (for a DLM "
+                               "initialised from the AR target, as Dream-7B is from Qwen2.5-7B)")
 
 
 class ToyDLMConfig(FactoryParams):
@@ -45,18 +74,21 @@ class ToyDLMConfig(FactoryParams):
 
 
 @factory(params=ToyARConfig)
-def build_ar(digits: int = 3, **config) -> nn.Module:
-    """Tiny ``Qwen2ForCausalLM`` over the toy tokenizer (random init; weights come from the spec)."""
+def build_ar(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, init_seed: int = 0, task: str = "steps",
+             **config) -> nn.Module:
+    """Tiny ``Qwen2ForCausalLM`` over the toy tokenizer (random init from ``init_seed``; weights come from the
+    spec) for the toy ``task`` (:func:`toy_tokenizer`); ``max_new_tokens`` becomes its
+    ``generation_config.max_new_tokens``."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tok = ArithTokenizer(digits)
+    tok = toy_tokenizer(task, digits)
     cfg = dict(AR_CONFIG)
     cfg.update(config)
     conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                        pad_token_id=tok.pad_token_id, tie_word_embeddings=True, **cfg)
-    torch.manual_seed(0)
+    torch.manual_seed(init_seed)
     model = Qwen2ForCausalLM(conf).eval()
-    model.generation_config.max_new_tokens = TOY_MAX_NEW_TOKENS
+    model.generation_config.max_new_tokens = max_new_tokens
     model.zoo_tokenizer = tok
     return model
 
@@ -74,31 +106,34 @@ def build_dlm(digits: int = 3, **config) -> nn.Module:
     return model
 
 
-@factory(params=ToyARConfig)
-def build_dlm_qwen2(digits: int = 3, **config) -> nn.Module:
+@factory(params=ToyDLMQwen2Config)
+def build_dlm_qwen2(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, init_seed: int = 0,
+                    shift_logits: bool = False, task: str = "steps", **config) -> nn.Module:
     """The ``toy-equal`` proposal: a *bidirectional* Qwen2 of exactly the AR target's width and depth
-    (:data:`AR_CONFIG`), read as a mask predictor (no shift, mask id ``<mask>``), so that one DLM forward
-    and one AR forward cost the same, as Dream-7B and Qwen2.5-7B do in the paper.
+    (:data:`AR_CONFIG`), read as a mask predictor (mask id ``<mask>``; no shift unless ``shift_logits``, Dream's
+    convention for a DLM initialised from an AR model), so that one DLM forward and one AR forward cost the
+    same, as Dream-7B and Qwen2.5-7B do in the paper.
 
-    Bidirectional attention: ``Qwen2Config(is_causal=False)`` (transformers' bidirectional-mask path for
-    decoder-only models) and every attention module's ``is_causal`` flag off (SDPA would otherwise apply a
+    ``max_new_tokens`` is the answer region it was trained to fill (``zoo_max_new_tokens``); ``init_seed``
+    seeds the random initialisation. Bidirectional attention: ``Qwen2Config(is_causal=False)``
+    (transformers' bidirectional-mask path for decoder-only models) and every attention module's ``is_causal`` flag off (SDPA would otherwise apply a
     causal mask when no explicit mask is built). Trained by ``tools/train_poe_bridge_equal.py``.
     """
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tok = ArithTokenizer(digits)
+    tok = toy_tokenizer(task, digits)
     cfg = dict(AR_CONFIG)
     cfg.update(config)
     conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                        pad_token_id=tok.pad_token_id, tie_word_embeddings=True, is_causal=False,
                        mask_token_id=tok.mask_token_id, **cfg)
-    torch.manual_seed(0)
+    torch.manual_seed(init_seed)
     model = Qwen2ForCausalLM(conf).eval()
     for module in model.modules():
         if hasattr(module, "is_causal"):
             module.is_causal = False
     model.mask_token_id = tok.mask_token_id
-    model.shift_logits = False
-    model.zoo_max_new_tokens = TOY_MAX_NEW_TOKENS
+    model.shift_logits = shift_logits
+    model.zoo_max_new_tokens = max_new_tokens
     model.zoo_tokenizer = tok
     return model
