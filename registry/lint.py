@@ -134,8 +134,9 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                     if resolve and factory_entry is None:
                         tiny_config(src, field)
                 target(src.convert, f"{field}.convert", "converter")
-            call_params(getattr(src, "transform", None), getattr(src, "transform_config", {}), f"{field}.transform_config",
-                        "transform")
+            tcfg = {**getattr(src, "transform_config", {}),  # a {file:, sha256:} value reaches the transform as a path
+                    **{key: ref.file for key, ref in (src.config_files().items() if hasattr(src, "config_files") else ())}}
+            call_params(getattr(src, "transform", None), tcfg, f"{field}.transform_config", "transform")
             if isinstance(src, HubSource) and src.model_class:
                 from .static import library_has
 

@@ -95,11 +95,29 @@ def test_a_params_model_that_opts_out_of_strictness_fails_conformance(tmp_path: 
 PROBES: list[Any] = [True, False, 0, 1, 3, 2.5, "1", "2.5", "true", "x", None, [1], [True]]
 
 
+def _params_model(obj: Any, kinds: list[str]) -> Any:
+    """The runtime model behind an index entry's ``params`` schema, by the kind that wrote it
+    (the order of ``tools/gen_static_index.py``: a later kind's schema replaces an earlier one's)."""
+    from registry import contract
+
+    model = None
+    if "procedure" in kinds:
+        model = obj.Params
+    if "factory" in kinds:
+        model = contract.factory_params(obj)
+    if "metric_check" in kinds:
+        model = contract.check_params_model(obj)
+    if "transform" in kinds:
+        model = contract.transform_params(obj)
+    if "trainer" in kinds or "benchmark" in kinds:
+        model = obj.zoo_options
+    return model
+
+
 def test_static_check_agrees_with_the_runtime_models_on_every_indexed_params_and_config() -> None:
     """For every procedure ``Params`` and factory ``config`` of every shipped index, each field probed with
     booleans, numbers, numeric strings, None and lists: the static check refuses a value exactly when the
     pydantic model refuses it for that field (errors located at the field; cross-field validators aside)."""
-    from registry.contract import factory_params
     from registry.static import check_values
 
     checked = 0
@@ -112,7 +130,7 @@ def test_static_check_agrees_with_the_runtime_models_on_every_indexed_params_and
                 continue
             module, attr = target.split(":")
             obj = getattr(importlib.import_module(module), attr)
-            model = obj.Params if "procedure" in entry["kinds"] else factory_params(obj)
+            model = _params_model(obj, entry["kinds"])
             for field in schema["properties"]:
                 for value in PROBES:
                     static_ok = check_values(schema, {field: value}) == []

@@ -507,7 +507,7 @@ def test_metric_check_params_are_validated_and_bounded(tmp_path: Path) -> None:
 
     line = 'check: "zoo_demo_plugin:sample_mean_abs"}'
     for params, match in [("{n: 1000000000000}", r"check_params\.n: 1,000,000,000,000 is over the limit SPEC_INT"),
-                          ("{bogus: 1}", "unknown parameter"), ("{n: abc}", "valid integer")]:
+                          ("{bogus: 1}", "unknown parameter"), ("{n: abc}", "expected an integer, got a string")]:
         path = _demo_with(tmp_path / params.strip("{}").replace(" ", "").replace(":", "-"), line,
                           f'check: "zoo_demo_plugin:sample_mean_draws", check_params: {params}}}')
         spec = load_spec_file(path)

@@ -89,10 +89,13 @@ def precheck_run(spec: Any, file: str | None, *, seed: Any, variant: str | None,
     gets (the same class and wording as the build's). Returns the variant the build will choose
     when that is known here (None when only torch can tell)."""
     from registry.build import check_seed, choose_variant
-    from registry.hardware import probe
+    from registry.hardware import device_problem, probe
 
     check_seed(seed, "--seed")
     machine = probe()
+    # a --device this machine cannot give: what is missing (no GPU, a CPU-only torch) is torch's to say, and the
+    # build says it before building anything (registry.build.build_pipeline)
+    device_unusable = device is not None and device_problem(str(device), machine) is not None
     chosen: str | None
     try:
         chosen, _ = choose_variant(spec, variant, device, machine, file, sampler=sampler,
@@ -100,7 +103,7 @@ def precheck_run(spec: Any, file: str | None, *, seed: Any, variant: str | None,
     except HardwareError:
         undeclared = variant is not None and variant not in spec.variants
         refused = variant is not None and not undeclared and spec.hardware[variant].refusal(variant) is not None
-        if undeclared or refused or _reliable_probe(machine):
+        if undeclared or refused or (_reliable_probe(machine) and not device_unusable):
             raise
         chosen = variant  # may fit where torch sees a GPU the probe cannot: the build decides
     # the variants the build may pick: the probe's choice, or, when only torch can tell, every runnable one

@@ -34,7 +34,18 @@ from registry.files import folder_in_place
 
 MARKER = ".zoo-report"
 IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif")
-REPO_README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _checkout_root() -> Path | None:
+    """The checkout the built-in specs come from (``zoo_specs`` is its ``specs/`` folder in an editable
+    install), when it holds the README and the cards; ``None`` from a wheel."""
+    from registry.catalog import package_dirs
+
+    for d in package_dirs("zoo_specs"):
+        root = Path(d).resolve().parent
+        if (root / "README.md").is_file() and (root / "docs" / "methods").is_dir():
+            return root
+    return None
 
 CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; }
@@ -105,7 +116,8 @@ def installed_docs() -> Path | None:
     checkout's ``docs/``."""
     from registry.catalog import package_dirs
 
-    dirs = [Path(d) for d in package_dirs("zoo_docs")] + [REPO_README.parent / "docs"]
+    root = _checkout_root()
+    dirs = [Path(d) for d in package_dirs("zoo_docs")] + ([root / "docs"] if root is not None else [])
     return next((d for d in dirs if (d / "methods").is_dir()), None)
 
 
@@ -201,8 +213,9 @@ class CardRenderer:
 # ----------------------------------------------------------------------------- verdicts
 def readme_text() -> str:
     """The README: the checkout's, else the installed distribution's long description (a wheel)."""
-    if REPO_README.is_file():
-        return REPO_README.read_text()
+    root = _checkout_root()
+    if root is not None:
+        return (root / "README.md").read_text()
     from importlib.metadata import PackageNotFoundError, metadata
 
     try:

@@ -986,7 +986,7 @@ def test_seed_spread_pairs_each_replicate_and_reuses_the_shipped_networks(monkey
     over replicates. A foreign file under a replicate's cache key is a one-line error naming it (strict load)."""
     from safetensors.torch import save_file
 
-    from registry.artifacts import artifact_path
+    from registry.artifacts import CacheWarning, artifact_path, write_entry
     from zoo.methods.dplm_evo import evaluation, training
     from zoo.methods.dplm_evo.family import named_family
 
@@ -1017,7 +1017,12 @@ def test_seed_spread_pairs_each_replicate_and_reuses_the_shipped_networks(monkey
     again = evaluation.seed_spread("mutation-bias", 2, wild_types=8, shipped=shipped, show_progress=False)
     assert trained == [] and again["gaps"] == out["gaps"]  # read back from the cache, bit for bit
     path = artifact_path(training.replicate_key("uniform", "mutation-bias", 1), "safetensors", "dplm-evo")
-    save_file({"w": torch.zeros(2)}, str(path))
+    save_file({"w": torch.zeros(2)}, str(path))  # a foreign file without the engine's hash record: retrained
+    trained.clear()
+    with pytest.warns(CacheWarning):
+        training.trained_replicate("uniform", "mutation-bias", 1, show_progress=False)
+    assert trained == [("uniform", "mutation-bias", 1)]
+    write_entry(path, {"w": torch.zeros(2)}, "safetensors")  # a foreign file whose record matches: refused, not loaded
     with pytest.raises(ValueError, match=r"not a uniform replicate of the toy network .*delete it to retrain") as e:
         training.trained_replicate("uniform", "mutation-bias", 1, show_progress=False)
     assert str(path) in str(e.value) and "\n" not in str(e.value)

@@ -24,13 +24,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
 from pydantic import Field
 
 from registry.contract import FactoryParams, Options, Procedure, ProcedureParams, factory, trainer
+from registry.limits import Bound
 from registry.outputs import ImageOutput
 
 __all__ = [
@@ -294,7 +295,8 @@ class DigitsSampler(Procedure):
         guidance_scale: float = Field(1.0, ge=0.0, le=20.0, description="classifier-free guidance (DiT only)")
         per_class: int = Field(10, ge=1, le=10_000, description="samples per class when no labels are given")
 
-    def __call__(self, *, seed: int = 0, labels: Any = None, noise: Any = None, progress: bool = False) -> DigitsSampleOutput:
+    def __call__(self, *, seed: int = 0, labels: Annotated[Any, Bound("rows")] = None,
+                 noise: Annotated[torch.Tensor, Bound("rows")] | None = None, progress: bool = False) -> DigitsSampleOutput:
         from .scheduler_loop import run_scheduler_loop
 
         p = self.params
