@@ -13,7 +13,7 @@ trained from scratch on exact draws of the task law:
 Time weighting: ``--time-weight hazard`` (the default, the paper's loss). ``--time-weight unit`` divides θ's
 per-sequence loss by the hazard shape ``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a = 1): every per-t minimiser of θ
 is unchanged and the gradients stay bounded, but the t → 1 signal is drowned, and the first toys trained that way
-left an insertion rate that does not vanish on finished rows (docs/methods/loflexmdm.md, "Diagnosis"). φ always
+left an insertion rate that does not vanish on finished rows (docs/methods/loflexmdm.NOTES.md, "Diagnosis"). φ always
 gets the paper's hazard-weighted loss (REINFORCE reward and target-hazard path; ``core.LossConfig``), and the
 gradient norm is clipped per parameter group. ``--length-conditioning`` (the default) adds the row-length embedding
 to θ's adaLN condition (``build_model``'s ``length_conditioning``; the 2-layer toy cannot count the parity of a row
@@ -40,13 +40,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zoo.common.training import add_check_argument, check_reproduces, save_checkpoint, setup_deterministic  # noqa: E402
-from zoo.methods.loflexmdm.core import LossConfig  # noqa: E402
-from zoo.methods.loflexmdm.model import build_model  # noqa: E402
-from zoo.methods.loflexmdm.tasks import TASKS, Task  # noqa: E402
-from zoo.methods.loflexmdm.training import train as train_model  # noqa: E402
-
-METHODS = {"loflexmdm": "kumaraswamy", "flexmdm": "linear"}
+from zoo.common.training import add_check_argument, check_reproduces, save_checkpoint  # noqa: E402
+from zoo.methods.loflexmdm.tasks import TASKS  # noqa: E402
+from zoo.methods.loflexmdm.training import METHODS, train_toy  # noqa: E402
 
 
 def name(method: str, task: str) -> str:
@@ -57,12 +53,9 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     written = {}
     for task_name in args.tasks:
         for method in args.methods:  # the seed depends on the names, so any subset reproduces the full run
-            g = setup_deterministic(args.seed + 100 * TASKS.index(task_name) + 10 * list(METHODS).index(method))
             t0 = time.time()
-            model = build_model(task=task_name, schedule=METHODS[method], insertion_head=args.insertion_head,
-                                length_conditioning=args.length_conditioning)
-            train_model(model, Task(task_name), args.steps, args.batch_size, args.lr, args.aux_lr, g,
-                        LossConfig(time_weight=args.time_weight), desc=f"{method}[{task_name}]")
+            model = train_toy(method, task_name, args.seed, args.steps, args.batch_size, args.lr, args.aux_lr, args.time_weight,
+                              args.insertion_head, args.length_conditioning)
             fname = name(method, task_name)
             written[fname] = out / fname
             h = save_checkpoint(model, written[fname], quiet=True)
