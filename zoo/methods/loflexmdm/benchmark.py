@@ -70,7 +70,8 @@ def print_chain(ch: dict) -> str:
     for s, sch in ch["schedules"].items():
         by = " ".join(f"{v:.3f}" for v in sch["by_distance"])
         lines.append(f"  seed {s}: b_in {by}; mean T_in {' '.join(f'{v:.3f}' for v in sch['mean_time_by_distance'])}; "
-                     f"ratio {sch['ratio']:.3f}; Spearman {sch['spearman']:.3f}")
+                     f"ratio {sch['ratio']:.3f}; Spearman {sch['spearman']:.3f}; by position from the root "
+                     f"{' '.join(f'{v:.3f}' for v in sch['by_position'])}")
         fd = sch.get("reward_fd")
         if fd:
             lines.append(f"    loss {fd['loss']:.3f}; b_in + {fd['delta']} at the leaf: {fd['d_leaf']:+.4f} ± {fd['se_leaf']:.4f}, at every "

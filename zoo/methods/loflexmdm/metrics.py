@@ -129,7 +129,8 @@ def chain_schedule(model: Any, n: int = 2048, seed: int = 0) -> dict[str, Any]:
     exactly 1); ``mean_time`` = the implied mean insertion time ``E[T_in] = B(1 + 1/a, b) b`` (``1/(1 + b)`` at a = 1);
     ``spearman`` = Spearman correlation of b_in with the distance from the end over all positions (the claim: < 0,
     ideal −1 for a strict right-to-left order; the paper's star-graph leaves-to-centre correlation is read the same
-    way)."""
+    way; it summarises a monotone profile only, so read it with ``by_distance``); ``by_position`` = the same
+    multipliers by position from the start (0 = the root), ``root`` its first entry."""
     task = task_of(model)
     if task.name != "chain":
         raise ValueError(f"chain_schedule runs on the chain task, not {task.name!r}")
@@ -142,6 +143,7 @@ def chain_schedule(model: Any, n: int = 2048, seed: int = 0) -> dict[str, Any]:
     dist = (lengths[:, None] - 1 - torch.arange(z1.shape[1])[None]).masked_fill(~free, -1)
     b = b_in.double()
     by_d = [float(b[dist == d].mean()) for d in range(task.max_len) if bool((dist == d).any())]
+    by_pos = [float(b[:, i][free[:, i]].mean()) for i in range(task.max_len) if bool(free[:, i].any())]
     a = float(model.a)
     mean_time = [float(torch.exp(torch.lgamma(torch.tensor(1 + 1 / a)) + torch.lgamma(torch.tensor(bd)) - torch.lgamma(torch.tensor(1 + 1 / a + bd))) * bd)
                  for bd in by_d]
@@ -153,7 +155,8 @@ def chain_schedule(model: Any, n: int = 2048, seed: int = 0) -> dict[str, Any]:
     rx, ry = rank(x) - rank(x).mean(), ry - ry.mean()
     spearman = float((rx * ry).sum() / (rx.norm() * ry.norm()).clamp_min(1e-12))
     leaf, det = float(b[dist == 0].mean()), float(b[dist >= 1].mean())
-    return {"by_distance": by_d, "mean_time_by_distance": mean_time, "leaf": leaf, "determined": det, "ratio": det / leaf,
+    return {"by_distance": by_d, "by_position": by_pos, "mean_time_by_distance": mean_time, "leaf": leaf, "determined": det,
+            "ratio": det / leaf, "root": float(b[:, 0][free[:, 0]].mean()),
             "spearman": spearman if float(x.std()) > 0 else 0.0}
 
 
