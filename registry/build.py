@@ -16,16 +16,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .contract import SEED_MAX
 from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
-
-#: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
-#: numpy's SeedSequence any non-negative int; 2**63 - 1 keeps int64 conversions safe).
-SEED_MAX = 2**63 - 1
 
 
 def remote_code_disabled() -> bool:
@@ -490,9 +487,18 @@ class Pipeline:
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the default procedure; any failure is one line (:class:`RunError`) naming it."""
+        """Run the default procedure; any failure is one line (:class:`RunError`) naming it. ``seed`` is an int, or
+        a list with one seed per row for a procedure that declares ``per_row_seeds``."""
         if "seed" in kwargs:
-            check_seed(kwargs["seed"])
+            seed = kwargs["seed"]
+            if isinstance(seed, (list, tuple)):
+                if not getattr(self.procedure, "per_row_seeds", False):
+                    raise ParamError(f"a list of seeds (one per row) needs a sampler that declares per_row_seeds; "
+                                     f"{self.default} takes one integer seed", Location(field="seed"))
+                for s in seed:
+                    check_seed(s)
+            else:
+                check_seed(seed)
         return self._guard(lambda: self.samplers[self.default](*args, **kwargs))
 
     def run_cli(self, inputs: Any, seed: int) -> str:

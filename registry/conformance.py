@@ -424,6 +424,13 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
             if section == "samplers" or _declares_batch_independence(spec.procedure(pname)[1].target):
                 checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
 
+            def population(pname: str = pname, procedure: Any = procedure) -> None:
+                _check_population(*procedure(pname), pname, exact=target.device == "cpu")
+
+            declared = _declares_population(spec.procedure(pname)[1].target) if section == "samplers" else None
+            if declared is not None:
+                checks.append(Check(name, f"{name}::{section}[{pname}]::{declared}", population))
+
             produced = spec.procedure(pname)[1].produces
             if produced is not None:
 
@@ -559,6 +566,44 @@ def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -
 def spec_source(entry: Entry, role: str, variant: str) -> Any:
     assert entry.spec is not None
     return entry.spec.models[role].variants.get(variant)
+
+
+def _declares_population(target: str) -> str | None:
+    """The check a sampler's class gets for ``zoo sample``: ``per-row-seeds`` (it sets ``per_row_seeds``),
+    ``population`` (it is batch-independent and defines ``population_inputs`` only), or ``None``."""
+    from .contract import Procedure
+    from .resolve import resolve
+
+    try:
+        cls = resolve(target, kind="procedure")
+    except Exception:  # noqa: BLE001 - an unresolvable target fails the build checks instead
+        return None
+    if getattr(cls, "per_row_seeds", False):
+        return "per-row-seeds"
+    defines = getattr(cls, "population_inputs", None) is not Procedure.population_inputs
+    return "population" if defines and getattr(cls, "batch_independent", False) else None
+
+
+def _check_population(pipe: Any, proc: Any, pname: str, exact: bool = True) -> None:
+    """``zoo sample``'s contract (:mod:`registry.sampling`): rows 0 and 1 of the population drawn in one call with
+    per-row seeds equal the one-row calls ``proc(seed=s_j, **proc.population_inputs(j, j + 1))`` bit for bit on the
+    CPU (``exact``: ``zoo sample`` then gives byte-identical rows whatever the batch size; on an accelerator, whose
+    batched kernels may round per batch shape, to the harness's float tolerance), and the output splits into
+    per-row and per-call fields. Without ``per_row_seeds`` only the one-row calls and their split are checked.
+    Two rows suffice for the planted errors (every row on the first seed, an input that depends on where the call
+    starts, a drift with the batch size) and keep the check cheap for the slow text samplers."""
+    from .contract import row_seed
+    from .sampling import row_of, split_rows
+
+    before = snapshot_models(pipe.models)
+    seeds = [row_seed(7, j) for j in range(2)]
+    singles = [split_rows(proc(seed=s, **proc.population_inputs(j, j + 1)), 1, proc) for j, s in enumerate(seeds)]
+    if getattr(proc, "per_row_seeds", False):
+        batch = split_rows(proc(seed=seeds, **proc.population_inputs(0, 2)), 2, proc)
+        assert batch.kinds == singles[0].kinds, f"{pname}: fields of a 2-row call {batch.kinds} vs a one-row call {singles[0].kinds}"
+        for j, single in enumerate(singles):
+            assert_same(row_of(batch, j), row_of(single, 0), exact=exact, path=f"row {j} (per-row seeds)")
+    assert_models_unchanged(before, pipe.models, pname)
 
 
 def _declares_batch_independence(target: str) -> bool:

@@ -28,6 +28,8 @@ A *procedure* is a class named by a spec entry (``samplers:`` or ``recipes:``)::
         def example_inputs(self, batch_size): ...           # a cheap call, for conformance
         def input_rows(self, inputs): ...                   # only if batch_independent
         def output_rows(self, outputs): ...                 # only if batch_independent
+        def population_inputs(self, start, stop): ...       # rows start..stop-1 of `zoo sample`
+        per_row_seeds = True                    # opt in: seed may be a list, one per row
 
 The engine builds ``models`` (a mapping role -> built object) and validates ``params`` from
 the spec merged with the caller's overrides, then instantiates the class once per pipeline.
@@ -36,6 +38,14 @@ Built roles are cached process-wide and shared by every pipeline of the process:
 must never change ``self.models[...]`` in place unless it sets ``mutates_models = True`` (the
 builder then hands it private copies) or takes copies itself with :func:`private_copies`.
 Conformance checks that the cached weights are bit-identical after every procedure call.
+
+Populations and per-row seeds (``zoo sample``, :mod:`registry.sampling`). Row ``i`` of a population drawn
+with base seed ``S`` is the one-row call ``proc(seed=row_seed(S, i), **proc.population_inputs(i, i + 1))``:
+its value depends on ``(S, i)`` alone, never on the batch, the shard or the process that made it. A
+procedure that can draw several such rows in one call sets ``per_row_seeds = True``: its ``__call__`` then
+also takes ``seed`` as a list of ints, one per row of the call, and row ``j`` of
+``proc(seed=seeds, **proc.population_inputs(a, b))`` equals the one-row call with ``seeds[j]`` (bit for bit
+where its arithmetic is row-exact; conformance checks it exactly). An ``int`` seed keeps its old meaning.
 """
 from __future__ import annotations
 
@@ -99,6 +109,22 @@ class Procedure:
         """Split a batched result into per-row results (same order as ``input_rows``)."""
         raise NotImplementedError(f"{type(self).__name__} declares batch_independent but has no output_rows")
 
+    #: ``__call__`` also accepts ``seed`` as a list of ints, one per row of the call; row ``j`` of
+    #: ``self(seed=seeds, **self.population_inputs(a, b))`` equals the one-row call
+    #: ``self(seed=seeds[j], **self.population_inputs(a + j, a + j + 1))``: bit for bit where the batched arithmetic
+    #: is row-exact (conformance check ``per-row-seeds`` compares exactly, on the spec's first runnable CPU variant);
+    #: a batched network may round row ``j`` differently, which ``zoo sample`` allows for by making the batch size part
+    #: of a batched run (``--exact`` draws one row per call). Parse the seed with :func:`seed_list`.
+    per_row_seeds: ClassVar[bool] = False
+
+    def population_inputs(self, start: int, stop: int) -> dict[str, Any]:
+        """Keyword inputs of one call drawing rows ``start .. stop - 1`` of this procedure's population:
+        what ``zoo sample`` writes (e.g. ``{"batch_size": stop - start}`` for an unconditional sampler, or
+        prompt ``i % P`` of a fixed list for row ``i``). Row ``i``'s input may depend on ``i``, never on
+        ``start``/``stop`` otherwise; its randomness comes only from the seed the caller passes. A
+        procedure without a population cannot be used by ``zoo sample`` (the default raises)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no population_inputs (registry.contract.Procedure)")
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _REGISTRY.setdefault("procedure", set()).add(cls)  # subclassing is the opt-in
@@ -161,6 +187,39 @@ class Procedure:
         """What ``zoo run`` does: run once and return the text to print (may write files)."""
         result = self(seed=seed, **self.example_inputs(1))
         return summarize(result)
+
+
+#: Row seeds of a population: ``row_seed(S, i) = S * ROW_SEED_STRIDE + i``. A prime, so base seeds ``S`` and
+#: ``S + 1`` give disjoint row-seed ranges for populations of at most ``ROW_SEED_STRIDE`` rows.
+ROW_SEED_STRIDE = 1_000_003
+#: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
+#: numpy's SeedSequence any non-negative int; 2**63 - 1 keeps int64 conversions safe).
+SEED_MAX = 2**63 - 1
+
+
+def row_seed(seed: int, i: int) -> int:
+    """Seed of row ``i`` of a population drawn with base seed ``seed``: ``seed * 1_000_003 + i`` (row ``i``
+    of base seed 0 is seed ``i``); ``zoo sample`` and :func:`zoo.common.rows.independent_rows` both use it."""
+    if seed < 0 or i < 0:
+        raise ValueError(f"row_seed: expected seed >= 0 and row index >= 0, got seed={seed}, i={i}")
+    out = int(seed) * ROW_SEED_STRIDE + int(i)
+    if out > SEED_MAX:
+        raise ValueError(f"row_seed: seed {seed} and row {i} give {out} > 2**63 - 1")
+    return out
+
+
+def seed_list(seed: Any, n: int, who: str = "seed") -> list[int] | None:
+    """For a ``per_row_seeds`` procedure: ``seed`` as a list of ``n`` ints when the caller passed a list or
+    tuple (a ``ValueError`` naming ``who`` when its length is not ``n`` or an entry is not an int in
+    ``[0, 2**63 - 1]``), ``None`` when it is a single int (the procedure's own single-seed behaviour)."""
+    if not isinstance(seed, (list, tuple)):
+        return None
+    if len(seed) != n:
+        raise ValueError(f"{who}: {len(seed)} seeds for {n} rows (one seed per row)")
+    for s in seed:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= SEED_MAX:
+            raise ValueError(f"{who}: expected integers in [0, 2**63 - 1], got {s!r}")
+    return [int(s) for s in seed]
 
 
 def _accepting_overrides(call: Callable[..., Any]) -> Callable[..., Any]:

@@ -108,3 +108,7 @@ class ParamError(ZooError):
 
 class RunError(ZooError):
     """A built pipeline failed while running (bad input, a size too large, ...)."""
+
+
+class SampleError(ZooError):
+    """``zoo sample`` / ``read_samples``: an output folder, manifest or shard is not what the run needs."""

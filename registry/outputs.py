@@ -9,7 +9,8 @@
     out.samples is out["samples"] is out[0]; out.to_tuple() == (x, 10); samples, nfe = out.to_tuple()
 
 Fields that are ``None`` are not keys (as in both libraries), so ``to_tuple()`` and integer indexing
-skip them. :class:`ImageOutput` holds images as a tensor ``samples`` (N, C, H, W) in ``[-1, 1]``
+skip them. A field holding one value per call rather than one per row (a per-step trace, a setting echoed
+back) is declared with :func:`per_call`, so ``zoo sample`` keeps it once instead of splitting it into rows. :class:`ImageOutput` holds images as a tensor ``samples`` (N, C, H, W) in ``[-1, 1]``
 (the diffusion convention) and offers ``.images`` (NumPy, N x H x W x C in ``[0, 1]``) and
 ``.pil_images`` views. Importing this module imports neither torch nor PIL. The conformance
 comparisons treat outputs as mappings (``registry.conformance.assert_same``).
@@ -20,6 +21,27 @@ import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+
+#: dataclass field metadata key of :func:`per_call`
+PER_CALL = "zoo_per_call"
+
+
+def per_call(default: Any = None, *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field that holds one value per call, not one per row (e.g. the router's weight per step)::
+
+        alphas: list[float] | None = per_call()
+
+    Without it, ``zoo sample`` (:mod:`registry.sampling`) reads a tensor whose first dimension, or a list
+    whose length, equals the call's row count as one entry per row."""
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata={PER_CALL: True})
+    return dataclasses.field(default=default, metadata={PER_CALL: True})
+
+
+def is_per_call(f: "dataclasses.Field[Any]") -> bool:
+    """Whether dataclass field ``f`` was declared with :func:`per_call`."""
+    return bool(f.metadata.get(PER_CALL, False))
 
 
 class ProcedureOutput(OrderedDict):  # type: ignore[type-arg]

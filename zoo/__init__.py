@@ -21,11 +21,15 @@ from registry.catalog import Catalog, Entry
 from registry.errors import ZooError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
     from registry.build import Pipeline
+    from registry.outputs import ProcedureOutput
+    from registry.sampling import SampleReport
     from registry.spec import Spec
 
 __version__ = "0.1.0"
-__all__ = ["ZooError", "add_specs", "catalog", "entry", "list", "load", "spec"]
+__all__ = ["ZooError", "add_specs", "catalog", "entry", "iter_samples", "list", "load", "read_samples", "sample", "spec"]
 
 _catalog = Catalog()
 
@@ -94,3 +98,73 @@ def load(
         e.spec, file=e.path, variant=variant, device=device, dtype=dtype, sampler=sampler,
         trust_remote_code=trust_remote_code, params=params,
     )
+
+
+def sample(
+    name: str,
+    num_samples: int,
+    out: str | os.PathLike[str],
+    *,
+    batch_size: int = 16,
+    seed: int = 0,
+    variant: str | None = None,
+    sampler: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    shard_size: int | None = None,
+    exact: bool = False,
+    progress: bool = True,
+    trust_remote_code: bool = False,
+    _cli: bool = False,
+    **params: Any,
+) -> SampleReport:
+    """Write rows ``0 .. num_samples - 1`` of ``name``'s sampler to the folder ``out`` in verified shards
+    (``manifest.json`` + safetensors / JSON Lines), row ``i`` seeded from ``(seed, i)`` alone; re-running it
+    resumes (kept shards are verified, missing or corrupt ones redone). Under ``torchrun`` every process calls
+    it and takes its share of the shards. ``shard_size`` (default: ``batch_size``, or the folder's) rows per
+    shard; ``exact``: one sampler call per row (a row's bytes then never depend on ``batch_size``, even for a
+    batched network); ``params`` override the sampler's parameters as for :func:`load`. See :mod:`registry.sampling`
+    (``_cli``: name the options as ``zoo sample``'s flags in errors)."""
+    from registry.build import build_pipeline
+    from registry.sampling import run_sample
+
+    e = entry(name)
+    assert e.spec is not None
+    spec_ = e.spec
+
+    def build(dev: str | None) -> Pipeline:
+        return build_pipeline(spec_, file=e.path, variant=variant, device=dev, dtype=dtype, sampler=sampler,
+                              trust_remote_code=trust_remote_code, params=params)
+
+    return run_sample(spec_, build, num_samples=num_samples, out=out, batch_size=batch_size, seed=seed, sampler=sampler,
+                      variant=variant, device=device, shard_size=shard_size, exact=exact, progress=progress,
+                      cli=_cli)
+
+
+def _import_output_class(manifest: Mapping[str, Any]) -> None:
+    """Import the module of a run's procedure the way a build does: the spec from the catalog (never from
+    the manifest's say), its sampler's target through the allowlisting resolver."""
+    from registry.resolve import resolve
+
+    run = manifest.get("run") or {}
+    try:
+        s = spec(str(run.get("spec")))
+        resolve(s.procedure(str(run.get("sampler")))[1].target, kind="procedure")
+    except (ZooError, KeyError):
+        return
+
+
+def iter_samples(out: str | os.PathLike[str]) -> Iterator[tuple[range, ProcedureOutput]]:
+    """``(rows, output)`` per shard of a ``zoo sample`` folder, in row order, every shard's sha256 verified
+    before it is read: for populations too large to hold at once (one shard in memory)."""
+    from registry.sampling import iter_samples as impl
+
+    return impl(out, _import_output_class)
+
+
+def read_samples(out: str | os.PathLike[str]) -> ProcedureOutput:
+    """Every row of a ``zoo sample`` folder, in order, as one typed output with the fields a call of its
+    sampler returns (tensors concatenated along dim 0, lists joined); every shard's sha256 verified."""
+    from registry.sampling import read_samples as impl
+
+    return impl(out, _import_output_class)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import zoo
-from registry.errors import RunError, SpecErrors, ZooError, printable
+from registry.errors import Location, ParamError, RunError, SpecErrors, ZooError, printable
 
 EPILOG = """examples:
   zoo list --task text-generation
@@ -29,6 +29,8 @@ EPILOG = """examples:
   zoo check --all
   zoo metrics f-dpmsolver --plot metrics.png   # paper vs measured
   zoo bench f-dpmsolver --quick     # the method's benchmark (from an installed wheel too)
+  zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out samples/   # shards on disk, resumable
+  torchrun --nproc-per-node 2 -m zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out samples/
   zoo schema > zoo-spec.schema.json
 """
 
@@ -302,6 +304,34 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+def _count(text: str | None, flag: str, required: bool = True) -> int | None:
+    """An integer option given as text (one-line error otherwise; the range is checked by the caller)."""
+    if text is None:
+        if required:
+            raise ParamError("required", Location(field=flag))
+        return None
+    try:
+        return int(text.strip().replace("_", ""))
+    except ValueError:
+        raise ParamError(f"expected an integer, got {text!r}", Location(field=flag)) from None
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    params = _kv(args.param or [])
+    if not args.out:
+        raise ParamError("required (the folder for manifest.json and the shards)", Location(field="--out"))
+    n = _count(args.num_samples, "--num-samples")
+    b = _count(args.batch_size, "--batch-size")
+    shard = _count(args.shard_size, "--shard-size", required=False)
+    seed = _count(args.seed, "--seed")
+    report = zoo.sample(args.name, n, args.out, batch_size=b, seed=seed, variant=args.variant, sampler=args.sampler,
+                        device=args.device, dtype=args.dtype, shard_size=shard, exact=args.exact, progress=not args.no_progress,
+                        trust_remote_code=args.trust_remote_code, _cli=True, **params)
+    if report.rank == 0:
+        print(printable(report.summary()), file=sys.stderr)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from registry.conformance import Target, budget_seconds, run_checks
 
@@ -473,6 +503,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a sampler parameter (repeatable)")
     s.add_argument("--trust-remote-code", action="store_true", help="allow remote code where the spec also allows it")
 
+    s = sub.add_parser(
+        "sample", help="write N samples to disk in verified shards (resumable; spread over processes with torchrun)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Rows 0..N-1 of a sampler's population, row i seeded from (--seed, i) alone, so the rows never depend "
+                    "on the number of processes or on which process made them, nor on --batch-size for a row-exact sampler "
+                    "(conformance check per-row-seeds) or with --exact. DIR gets manifest.json "
+                    "(spec sha256, variant, sampler, params, seed, versions, device/dtype, one entry per shard with its "
+                    "sha256) and shards: tensors as safetensors, other fields as JSON Lines, each written atomically. "
+                    "Re-running the command resumes: verified shards are kept, missing or corrupt ones redone; a folder "
+                    "holding another run is refused. Read it back with zoo.read_samples(DIR).",
+        epilog="examples:\n"
+               "  zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out fdpm/\n"
+               "  torchrun --nproc-per-node 2 -m zoo sample f-dpmsolver --num-samples 50000 --batch-size 500 --out fdpm/\n"
+               "  torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29400 --rdzv-id run1 \\\n"
+               "      -m zoo sample NAME --num-samples 50000 --batch-size 64 --device cuda --out /shared/run/   # on each node\n"
+               "Under torchrun each process takes a disjoint set of shards (gloo on CPU, NCCL on CUDA); DIR must be a "
+               "folder every process sees. Only batch-independent samplers with a population can be sampled.")
+    s.add_argument("name", help="spec name or spec file")
+    s.add_argument("--num-samples", metavar="N", help="rows to write (required)")
+    s.add_argument("--out", metavar="DIR", help="output folder: new, empty, or holding this same run (required)")
+    s.add_argument("--batch-size", metavar="B", default="16",
+                   help="rows per sampler call (default 16); part of the run unless the sampler draws one row per call")
+    s.add_argument("--exact", action="store_true",
+                   help="one sampler call per row: a row's bytes never depend on --batch-size, even for a batched network (slower)")
+    s.add_argument("--shard-size", metavar="R", help="rows per shard file (default: --batch-size, or the folder's when resuming)")
+    s.add_argument("--seed", default="0", help="base seed S: row i is drawn with seed S * 1000003 + i (default 0)")
+    s.add_argument("--variant")
+    s.add_argument("--sampler", help="sample this sampler instead of the default")
+    s.add_argument("--param", action="append", metavar="KEY=VALUE", help="override a sampler parameter (repeatable)")
+    s.add_argument("--device", help="cpu, cuda (under torchrun: each process's own GPU), cuda:1 (default: what the variant needs)")
+    s.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "float64"])
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--trust-remote-code", action="store_true", help="allow remote code where the spec also allows it")
+
     s = sub.add_parser("check", help="conformance suite: validate, build, sampler contract, invariants, metrics")
     s.add_argument("names", nargs="*", help="spec names or spec files")
     s.add_argument("--all", action="store_true", help="every discovered spec (broken ones fail)")
@@ -567,7 +631,8 @@ def _main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             return cmd_bench(args, extra)
         handler = {"list": cmd_list, "show": cmd_show, "validate": cmd_validate, "schema": cmd_schema,
-                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new}[args.command]
+                   "check": cmd_check, "doctor": cmd_doctor, "metrics": cmd_metrics, "new": cmd_new,
+                   "sample": cmd_sample}[args.command]
         return handler(args)
     except ZooError as exc:
         if args.debug:

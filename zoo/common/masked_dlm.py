@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +27,7 @@ from typing import Any, Literal
 import torch
 from pydantic import Field, model_validator
 
-from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.outputs import ProcedureOutput
 from zoo.common.discrete import gumbel_max, top_p_filter
 
@@ -182,6 +183,10 @@ class TextSampler(Procedure):
       own generator seeded by ``seed`` (row i of a batch equals row i alone).
     * Unconditional generation: ``sampler(num_samples=n)`` with neither prompt nor ids; every row starts
       from BOS only and the ``n`` rows are drawn one after the other from one generator seeded by ``seed``.
+    * Per-row seeds (``per_row_seeds``): ``seed`` may be a list with one seed per row (per prompt, or ``n``
+      unconditional rows); row j is then decoded with its own generator seeded ``seed[j]``, exactly as the
+      one-row call with ``seed=seed[j]``. ``population_inputs(a, b)`` (what ``zoo sample`` draws): row i is
+      the tokenizer's example prompt ``i % P`` when it has ``P`` of them, else an unconditional (BOS) row.
     * Model roles: a subclass names the roles it reads (``roles``); each role's model is looked up under
       the parameter ``<role>_role`` when the subclass's Params has it (so a spec may call its models
       anything), else under the role name itself.
@@ -190,6 +195,7 @@ class TextSampler(Procedure):
     """
 
     batch_independent = True
+    per_row_seeds = True
     roles: tuple[str, ...] = ()
 
     class Cli(CliInputs):
@@ -210,24 +216,30 @@ class TextSampler(Procedure):
     def _models_for_tokenizer(self) -> list[Any]:
         return list(self.models.values())
 
-    def __call__(self, prompt: Any = None, *, seed: int = 0, input_ids: Any = None, num_samples: int = 1) -> GenerationOutput:
+    def __call__(self, prompt: Any = None, *, seed: int | Sequence[int] = 0, input_ids: Any = None,
+                 num_samples: int = 1) -> GenerationOutput:
         """Decode each prompt row independently with its own generator seeded by ``seed``; without a prompt,
-        draw ``num_samples`` unconditional rows (BOS only) from one generator seeded by ``seed``."""
+        draw ``num_samples`` unconditional rows (BOS only) from one generator seeded by ``seed``. A list
+        ``seed`` gives row j its own generator seeded ``seed[j]`` (unconditional: ``len(seed)`` rows)."""
         eos = eos_of(self.tokenizer(), *self._models_for_tokenizer())
         outs, stats = [], []
         if prompt is None and input_ids is None:
+            if isinstance(seed, (list, tuple)) and num_samples in (1, len(seed)):
+                num_samples = len(seed)
+            seeds = seed_list(seed, num_samples)
             if num_samples < 1:
                 raise ValueError(f"num_samples must be >= 1, got {num_samples}")
             bos = self.bos_token_id()
-            g = torch.Generator().manual_seed(seed)
-            for _ in range(num_samples):
-                new, st = self.generate_row([bos], g, eos)
+            g = torch.Generator().manual_seed(seed) if seeds is None else None
+            for j in range(num_samples):
+                new, st = self.generate_row([bos], g if seeds is None else torch.Generator().manual_seed(seeds[j]), eos)
                 outs.append(new)
                 stats.append(st)
             return GenerationOutput(outs, self.decode(outs), stats)
         rows = self.prompts_to_ids(prompt, input_ids, getattr(self.params, "chat_template", True))
-        for ids in rows:
-            new, st = self.generate_row(ids, torch.Generator().manual_seed(seed), eos)
+        seeds = seed_list(seed, len(rows)) or [seed] * len(rows)
+        for ids, s in zip(rows, seeds):
+            new, st = self.generate_row(ids, torch.Generator().manual_seed(s), eos)
             outs.append(new)
             stats.append(st)
         return GenerationOutput(outs, self.decode(outs), stats)
@@ -283,6 +295,13 @@ class TextSampler(Procedure):
         if prompts:
             return {"prompt": [prompts[i % len(prompts)] for i in range(batch_size)]}
         return {"input_ids": [[self.bos_token_id()] for _ in range(batch_size)]}
+
+    def population_inputs(self, start: int, stop: int) -> dict[str, Any]:
+        """Row i: the tokenizer's example prompt ``i % P`` (``P`` of them), else an unconditional BOS row."""
+        prompts = list(getattr(self.tokenizer(), "example_prompts", None) or [])
+        if prompts:
+            return {"prompt": [prompts[i % len(prompts)] for i in range(start, stop)]}
+        return {"num_samples": stop - start}
 
     def input_rows(self, inputs):
         return prompt_rows(inputs.get("prompt"), inputs.get("input_ids"))

@@ -22,22 +22,12 @@ from typing import Any, TypeVar
 
 import torch
 
+from registry.contract import ROW_SEED_STRIDE, row_seed  # the engine's derivation (``zoo sample`` uses it too)
+
 __all__ = ["ROW_SEED_STRIDE", "row_seed", "independent_rows", "concat_outputs"]
 
 R = TypeVar("R")
 O = TypeVar("O")
-
-ROW_SEED_STRIDE = 1_000_003
-"""A prime: base seeds ``s`` and ``s + 1`` give disjoint row-seed ranges for populations under a million rows."""
-
-
-def row_seed(seed: int, i: int) -> int:
-    """Seed of row ``i`` of a population drawn with base seed ``seed``: ``seed * 1_000_003 + i``
-    (row ``i`` of base seed 0 is seed ``i``)."""
-    if seed < 0 or i < 0:
-        raise ValueError(f"row_seed: expected seed >= 0 and row index >= 0, got seed={seed}, i={i}")
-    return int(seed) * ROW_SEED_STRIDE + int(i)
-
 
 def concat_outputs(outputs: Sequence[Any]) -> Any:
     """One output holding the rows of ``outputs`` (dataclass outputs of one class, e.g. a

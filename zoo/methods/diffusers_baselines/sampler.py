@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import Field
 
-from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.outputs import ImageOutput
 from zoo.common.output import OutPath
 
@@ -87,10 +88,16 @@ class SchedulerSampler(Procedure):
 
     Inputs: ``noise`` (``x_T``, shape ``(B, *sample_shape)``) or ``batch_size`` (noise drawn from the
     seed). Output: the final sample tensor ``(B, *sample_shape)`` in the model's dtype.
+
+    ``seed`` may be a list of ``batch_size`` seeds (``per_row_seeds``): row j's noise is then the first
+    row drawn from ``seeds[j]``, i.e. the noise of ``self(seed=seeds[j], batch_size=1)``; the loop itself is
+    deterministic, so row j equals that one-row call. ``population_inputs(a, b)`` is ``batch_size = b - a``
+    (unconditional samples: what ``zoo sample`` writes).
     """
 
     kind = "sampler"
     batch_independent: ClassVar[bool] = True
+    per_row_seeds: ClassVar[bool] = True
     CliInputs = SamplerCli
 
     class Params(ProcedureParams):
@@ -119,12 +126,17 @@ class SchedulerSampler(Procedure):
     def _dtype(self) -> torch.dtype:
         return getattr(self.model, "dtype", None) or torch.float32
 
-    def draw_noise(self, batch_size: int, seed: int) -> torch.Tensor:
+    def draw_noise(self, batch_size: int, seed: int | Sequence[int]) -> torch.Tensor:
+        """``x_T`` of ``batch_size`` rows from one generator seeded ``seed``, or (a list) row j from ``seed[j]``."""
+        seeds = seed_list(seed, batch_size)
+        if seeds is not None:
+            return torch.cat([self.draw_noise(1, s) for s in seeds]) if seeds else self.draw_noise(0, 0)
         g = torch.Generator().manual_seed(int(seed))
         return torch.randn((batch_size, *sample_shape(self.model)), generator=g, dtype=torch.float64).to(self._dtype)
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> DiffusionOutput:
+    def __call__(self, *, seed: int | Sequence[int] = 0, noise: torch.Tensor | None = None, batch_size: int = 4,
+                 progress: bool = False) -> DiffusionOutput:
         x_T = self.draw_noise(batch_size, seed) if noise is None else noise.to(self._dtype)
         return DiffusionOutput(samples=run_scheduler(self.scheduler, self.model, x_T.to(self.device), self.params.num_inference_steps, progress=progress))
 
@@ -144,6 +156,9 @@ class SchedulerSampler(Procedure):
         if getattr(getattr(self.model, "config", None), "sample_size", None) is None:
             raise ValueError(f"{type(self).__name__}: no native diffusers pipeline for a non-image model ({type(self.model).__name__})")
         return SchedulerPipeline(unet=self.model, scheduler=copy.deepcopy(self.scheduler))
+
+    def population_inputs(self, start: int, stop: int) -> dict[str, Any]:
+        return {"batch_size": stop - start}
 
     def input_rows(self, inputs):
         return [{**inputs, "noise": inputs["noise"][i : i + 1]} for i in range(inputs["noise"].shape[0])]

@@ -101,7 +101,7 @@ class FDPMHalfSumSampler(FDPMSolverSampler):
         return 2 * self.params.num_inference_steps + (1 if self.params.first_eps == "evaluate" else 0)
 
     @torch.no_grad()
-    def __call__(self, *, seed: int = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> DiffusionOutput:
+    def __call__(self, *, seed: int | list[int] = 0, noise: torch.Tensor | None = None, batch_size: int = 4, progress: bool = False) -> DiffusionOutput:
         x_T = (self.draw_noise(batch_size, seed) if noise is None else noise.to(self._dtype)).to(self.device)
         f = run_scheduler(self.scheduler, self.model, x_T, self.params.num_inference_steps, progress=progress)
         d = grid_ddim(self.model, self.scheduler, x_T)

@@ -9,8 +9,8 @@ from typing import Any, Literal, Sequence
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams
-from registry.outputs import ProcedureOutput
+from registry.contract import Procedure, ProcedureParams, seed_list
+from registry.outputs import ProcedureOutput, per_call
 
 from .dfm import dfm_sample
 from .world import COLOURS, LAYOUT, TOK, all_captions, all_scenes, caption_of, caption_tuple, encode, parse, render
@@ -50,14 +50,14 @@ class UniDFlowOutput(ProcedureOutput):
     text; generation/editing: the condition's); ``images`` ``[B, 16]``: image token ids of the generated (or given)
     image; ``grids`` as text; ``valid`` -- the rule check of each row (understanding: the caption is the
     image's; generation: faithful to the caption; editing: the exact recoloured source); ``alphas`` -- the
-    router's α per step (first row), or None for the shared adapter."""
+    router's α per step (first row), or None for the shared adapter (one value per call: ``per_call``)."""
 
     sequences: torch.Tensor
     captions: list[str]
     images: torch.Tensor
     grids: list[str]
     valid: list[bool]
-    alphas: list[float] | None = None
+    alphas: list[float] | None = per_call()
 
 
 class UniDFlowSampler(Procedure):
@@ -65,10 +65,15 @@ class UniDFlowSampler(Procedure):
 
     Inputs: ``understand`` -- ``images`` (``[B, 16]`` image token ids, or scene indices via ``scenes``);
     ``generate`` -- ``captions`` (texts ``"red s2 tl"``); ``edit`` -- ``images`` + ``colours`` (colour words).
-    Without inputs, ``num_samples`` rows cycle through the world's scenes / captions."""
+    Without inputs, ``num_samples`` rows cycle through the world's scenes / captions.
+
+    ``seed`` may be a list, one seed per row (``per_row_seeds``): row j is then drawn with its own generator
+    seeded ``seed[j]``, exactly as the one-row call with that seed. ``population_inputs(a, b)`` (what
+    ``zoo sample`` draws): row i is caption ``i % 36`` (generate) or scene ``7 i % 348`` (understand, edit)."""
 
     kind = "sampler"
     batch_independent = True
+    per_row_seeds = True
 
     class Params(ProcedureParams):
         task: Literal["understand", "generate", "edit"] = "generate"
@@ -104,16 +109,24 @@ class UniDFlowSampler(Procedure):
                 colours.append(COLOURS[next(c for c in range(4) if s is None or (c != s.bg and c != s.fg))])
         return [encode("edit", source=im, instr=TOK.stoi[c]) for im, c in zip(images, colours)]
 
-    def __call__(self, *, seed: int = 0, captions: Sequence[str] | None = None, images: Any = None, colours: Sequence[str] | None = None,
+    def __call__(self, *, seed: int | Sequence[int] = 0, captions: Sequence[str] | None = None, images: Any = None, colours: Sequence[str] | None = None,
                  scenes: Sequence[int] | None = None, num_samples: int | None = None) -> UniDFlowOutput:
         p = self.params
+        given = not (captions is None and images is None and scenes is None)
+        if not given and num_samples is None and isinstance(seed, (list, tuple)):
+            num_samples = len(seed)
         rows = self._rows(captions, images, colours, scenes, num_samples)
+        seeds = seed_list(seed, len(rows))
         task = {"understand": "und", "generate": "gen", "edit": "edit"}[p.task]
-        g = torch.Generator().manual_seed(seed)
         dev = next(self.model.parameters()).device
         cond = torch.tensor(rows, dtype=torch.long, device=dev)
         alpha = None if p.alpha is None else torch.full((cond.shape[0],), p.alpha, device=dev)
-        if captions is None and images is None and scenes is None:
+        if seeds is not None:
+            # one seed per row: each row with its own generator (row j = the one-row call with seeds[j])
+            outs = [dfm_sample(self.model, cond[i:i + 1], task, p.steps, p.temperature, torch.Generator().manual_seed(s),
+                               alpha=None if alpha is None else alpha[i:i + 1]) for i, s in enumerate(seeds)]
+        elif not given:
+            g = torch.Generator().manual_seed(seed)
             # unconditional call: the rows are one batch drawn from one generator seeded by ``seed``
             outs = [dfm_sample(self.model, cond, task, p.steps, p.temperature, g, alpha=alpha)]
         else:
@@ -151,6 +164,13 @@ class UniDFlowSampler(Procedure):
         if self.params.task == "understand":
             return {"images": [r[LAYOUT.image] for r in rows]}
         return {"images": [r[LAYOUT.source] for r in rows], "colours": [TOK.vocab[r[LAYOUT.instr]] for r in rows]}
+
+    def population_inputs(self, start: int, stop: int) -> dict[str, Any]:
+        if self.params.task == "generate":
+            caps = all_captions()
+            return {"captions": [caption_text(caption_of_tuple(caps[i % len(caps)])) for i in range(start, stop)]}
+        sc = all_scenes()
+        return {"scenes": [(7 * i) % len(sc) for i in range(start, stop)]}
 
     def input_rows(self, inputs):
         n = len(inputs.get("captions") or inputs.get("images"))
