@@ -436,14 +436,17 @@ class _StubPhi(torch.nn.Module):
 def test_chain_schedule_reports_the_leaf_and_the_distance_order() -> None:
     """`chain_schedule` (the issue's "φ's insertion times by position"): a planted leaf-first φ gives ratio
     (determined / leaf) < 1, the leaf's mean insertion time 1/(1 + b) = 1/6 at distance 0 and a negative Spearman
-    with the distance from the end; the mirror (first token early) gives ratio > 1 and a positive Spearman, so a
-    report that read positions from the wrong end, or the ratio upside down, fails."""
+    with the distance from the end; the mirror (first token early) gives ratio > 1, a positive Spearman and the high
+    multiplier at position 0 of ``by_position``, so a report that read positions from the wrong end, or the ratio
+    upside down, fails."""
     from zoo.methods.loflexmdm.metrics import chain_schedule
 
     good, mirror = chain_schedule(_StubPhi(True), 256), chain_schedule(_StubPhi(False), 256)
     assert good["ratio"] < 0.3 and good["by_distance"][0] == pytest.approx(5.0, abs=0.06)
     assert good["mean_time_by_distance"][0] == pytest.approx(1 / (1 + good["by_distance"][0]), rel=1e-5)
     assert good["spearman"] < -0.3 and mirror["spearman"] > 0.3 and mirror["ratio"] > 1.0
+    # by position from the root: the mirror's root (position 0) is the hot one, the leaf-first root sits at the floor
+    assert mirror["root"] == mirror["by_position"][0] == pytest.approx(5.0) and good["root"] == pytest.approx(1.01)
 
 
 def _forward_rows(task: Task, sched: dict[str, list[float]], t: float, n: int, seed: int = 0):
