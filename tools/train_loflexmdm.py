@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Train the LoFlexMDM and FlexMDM toy checkpoints (``specs/loflexmdm.yaml`` and ``specs/flexmdm.yaml``,
-variants ``toy`` = the checksum task and ``toy-brackets``).
+variants ``toy`` = the checksum task, ``toy-brackets`` and ``toy-chain``, the order toy of issue 37).
 
 For each task of ``zoo.methods.loflexmdm.tasks`` and each method, a tiny DDiT generator (2 layers, d = 64) is
 trained from scratch on exact draws of the task law:
@@ -69,7 +69,9 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3, help="generator learning rate (one-cycle peak)")
     ap.add_argument("--aux-lr", type=float, default=1e-3, help="aux network φ learning rate")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="training seed (data, noise and initial weights; 0 = the shipped checkpoints, the chain task's "
+                         "other seeds are the benchmark's --chain-seeds)")
     ap.add_argument("--time-weight", choices=["unit", "hazard"], default="hazard",
                     help="unit: per-sequence loss divided by the hazard shape (same minimiser, bounded gradients; "
                          "the shipped toys); hazard: the paper's weighting")
@@ -77,8 +79,8 @@ def main() -> None:
                     help="θ's insertion head (build_model's insertion_head): multiplier = the paper; survival = times (1 - t^a)^b_ref")
     ap.add_argument("--length-conditioning", action=argparse.BooleanOptionalAction, default=True,
                     help="build_model's length_conditioning (must match the spec's config; the shipped toys: on)")
-    ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
-    ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS), help="toy tasks to train (default: all)")
+    ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS), help="methods to train (default: both)")
     ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
     add_check_argument(ap)
     args = ap.parse_args()

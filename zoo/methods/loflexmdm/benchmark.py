@@ -23,7 +23,7 @@ paper's star-graph numbers (FlexMDM 6.0 % vs LoFlexMDM 87.9 % exact match on sta
 The ``chain`` task (``toy-chain``, the order toy; :mod:`zoo.methods.loflexmdm.evaluation`): both methods for every
 training seed of ``--chain-seeds`` (0 = the shipped weights; the others trained with the same recipe on first use
 and cached, ≈ 4 min per model on a free core), validity with its error split (missing tokens only / conflicting
-tokens), φ's b_in by distance from the end, the exact-posterior ceilings (linear schedule, planted leaf-first and
+tokens), φ's b_in by distance from the end, the exact-posterior (Bayes) references (linear schedule, planted leaf-first and
 root-first orders, each seed's learned φ) and the LoFlexMDM − FlexMDM gap per seed with mean ± sd over the seeds.
 
     zoo bench loflexmdm                      # 2000 samples per row, chain seeds 0,1,2
@@ -171,7 +171,7 @@ def _plot_chain(ch: dict | None, axes) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tau-leaping steps")
         ax.set_ylabel("validity")
-        ax.set_title("chain task: trained (every seed) vs Bayes ceilings")
+        ax.set_title("chain task: trained (every seed) vs the Bayes generator")
         ax.legend(fontsize=6)
     else:
         axes[4].axis("off")
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chain-seeds", default="0,1,2",
                     help="training seeds of the chain-task comparison (0 = the shipped toy-chain weights; others are trained "
                          "with the same recipe on first use, ~4 min per model on a free core, and cached); '' to skip the chain task")
-    ap.add_argument("--bayes-samples", type=int, default=1000, help="draws per exact-posterior ceiling row (chain task)")
+    ap.add_argument("--bayes-samples", type=int, default=1000, help="draws per exact-posterior (Bayes generator) row (chain task)")
     ap.add_argument("--fd-samples", type=int, default=4096,
                     help="draws per batch (12 batches) of the finite differences of the loss in phi's multipliers (chain task)")
     ap.add_argument("--seed", type=int, default=0)

@@ -10,9 +10,10 @@ benchmark (``zoo bench loflexmdm``, ``--chain-seeds``).
   multipliers by distance from the end (:func:`~.metrics.chain_schedule`) and the finite differences of the
   trained generator's loss in φ's multipliers at the leaf vs the determined tokens
   (:func:`~.metrics.reward_finite_differences`: which order the reward prefers).
-* Ceilings (:func:`~.metrics.bayes_validity`): the exact-posterior generator under FlexMDM's linear schedule, under
-  the planted ``leaf-first`` order and its mirror ``root-first``, and under each seed's *learned* φ (what the order
-  φ found could buy a perfect generator, apart from how well θ was trained).
+* Bayes references ("ceilings", :func:`~.metrics.bayes_validity`): the exact-posterior generator under FlexMDM's
+  linear schedule, under the planted ``leaf-first`` order and its mirror ``root-first``, and under each seed's
+  *learned* φ (what the order φ found gives a perfectly trained generator, apart from how well θ was trained).
+  They are not upper bounds on a trained generator (a sharper-than-posterior one conflicts less).
 * Gap summary per step budget: each arm's mean ± sd over the training seeds, the difference of the means with its
   SE from that training-seed spread (``gap_se_seeds``), whether every seed of one arm beats every seed of the other
   (``separated``), and the per-seed gaps (seed ``s`` of one arm against seed ``s`` of the other) with their sampling

@@ -237,8 +237,10 @@ def planted_schedule(task: Task, kind: str, b_free: float = 30.0, b_floor: float
 
 def bayes_validity(task: Task, b_in: dict[str, list[float]] | None, n: int, cfg: SamplerConfig, seed: int = 0) -> dict[str, float]:
     """Validity (and its error split) of ``n`` τ-leaping draws (``cfg``, seed ``seed``) whose generator is the exact
-    posterior of ``task`` under the per-position schedule ``b_in`` (:class:`~.oracle.ExactPosteriorModel`): the
-    ceiling of any trained generator under that schedule and sampler at ``cfg.max_steps`` steps."""
+    posterior of ``task`` under the per-position schedule ``b_in`` (:class:`~.oracle.ExactPosteriorModel`): what a
+    perfectly trained generator reaches under that schedule and sampler at ``cfg.max_steps`` steps (the Bayes
+    reference; not a bound on a trained generator, whose conditionals can be sharper than the posterior and so
+    conflict less often under the factorised τ-leaping draws)."""
     from .oracle import ExactPosteriorModel
 
     tok = task.tokenizer()
@@ -355,7 +357,8 @@ def determined_insertion_ratio(pipeline: Any, n: int = 512) -> float:
 def order_ceiling(pipeline: Any, n: int = 500, steps: int = 16) -> float:
     """Chain task: validity of ``n`` τ-leaping draws (plain sampler, ``steps`` steps, seed 0) of the exact-posterior
     generator under the pipeline's own schedule (LoFlexMDM: its φ's multipliers on every sequence; FlexMDM: the
-    linear schedule), i.e. what the order this model inserts in could give a perfect generator."""
+    linear schedule), i.e. what the order this model inserts in gives a perfectly trained generator (a Bayes
+    reference, not a bound on the trained one)."""
     model = pipeline.models["model"]
     task = task_of(model)
     return bayes_validity(task, phi_schedule(model, task), n, SamplerConfig(max_steps=steps))["validity"]

@@ -66,7 +66,8 @@ class ExactPosteriorModel(nn.Module):
     """The Bayes generator of a task with an enumerable law, under any per-position insertion schedule: given the
     noised row ``x_t`` it returns the exact conditional token law of every masked slot and the exact expected
     insertion multiplier of every gap, so the τ-leaping sampler driven by it is exact up to the time grid (the
-    *ceiling* of any trained generator under that schedule at a given number of steps).
+    validity a *perfectly trained* generator reaches under that schedule at a given number of steps; not an upper
+    bound on a trained one, whose sharper-than-posterior conditionals can conflict less under factorised draws).
 
     Forward process (arXiv 2602.18695 Sec. 3, a shared ``a``, ``b_um = 1``): position ``i`` of the clean sequence
     ``z`` is dropped / masked / clean at ``t`` with the closed-form probabilities of
