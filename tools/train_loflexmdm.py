@@ -65,8 +65,8 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=4800)
-    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=4800, help="optimizer steps per checkpoint")
+    ap.add_argument("--batch-size", type=int, default=128, help="exact draws of the task law per step")
     ap.add_argument("--lr", type=float, default=3e-3, help="generator learning rate (one-cycle peak)")
     ap.add_argument("--aux-lr", type=float, default=1e-3, help="aux network φ learning rate")
     ap.add_argument("--seed", type=int, default=0,
@@ -74,14 +74,14 @@ def main() -> None:
                          "other seeds are the benchmark's --chain-seeds)")
     ap.add_argument("--time-weight", choices=["unit", "hazard"], default="hazard",
                     help="unit: per-sequence loss divided by the hazard shape (same minimiser, bounded gradients; "
-                         "the shipped toys); hazard: the paper's weighting")
+                         "the first toys); hazard: the paper's weighting (the default and the shipped toys)")
     ap.add_argument("--insertion-head", choices=["multiplier", "survival"], default="multiplier",
                     help="θ's insertion head (build_model's insertion_head): multiplier = the paper; survival = times (1 - t^a)^b_ref")
     ap.add_argument("--length-conditioning", action=argparse.BooleanOptionalAction, default=True,
                     help="build_model's length_conditioning (must match the spec's config; the shipped toys: on)")
     ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS), help="toy tasks to train (default: all)")
     ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS), help="methods to train (default: both)")
-    ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
+    ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights", help="folder for the safetensors files (default: specs/weights)")
     add_check_argument(ap)
     args = ap.parse_args()
     if args.check:
