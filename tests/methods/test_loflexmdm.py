@@ -3,6 +3,7 @@ strict loading on a tiny random DDiT saved under the release's file name), the p
 the specs, finite φ gradients of the joint objective, the trained toy's learned schedule, and one-line errors."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -579,3 +580,25 @@ def test_trained_chain_toys_learn_the_tree() -> None:
         random = evaluate(build_model(task="chain", schedule=schedule, length_conditioning=True), 256, cfg)
         assert trained["validity"] > 0.6 and random["validity"] < 0.05, spec
         assert trained["conflict"] < 0.25 < random["conflict"], spec
+
+
+def test_chain_gap_summary_pairs_by_training_seed_and_uses_the_seed_spread() -> None:
+    """`evaluation.gap_summary` (the bench's LoFlexMDM − FlexMDM line): per-seed gaps pair rows by ``train_seed``
+    (rows given out of order), the SE of the difference comes from both arms' training-seed spread
+    (sqrt((sd_a² + sd_b²)/n), not the binomial SE), and ``separated`` only when every seed of one arm beats every
+    seed of the other. A summary that paired rows by position, or used the sampling SE, fails."""
+    from zoo.methods.loflexmdm.evaluation import gap_summary
+
+    def row(method: str, seed: int, v: float) -> dict:
+        return {"method": method, "steps": 16, "train_seed": seed, "validity": v, "validity_se": 0.01}
+
+    a, b = "LoFlexMDM plain", "FlexMDM plain"
+    rows = [row(a, 2, 0.54), row(b, 0, 0.45), row(a, 0, 0.50), row(b, 2, 0.49), row(a, 1, 0.52), row(b, 1, 0.47)]
+    (g,) = gap_summary(rows, [0, 1, 2])
+    assert [p["gap"] for p in g["per_seed"]] == pytest.approx([0.05, 0.05, 0.05])
+    assert g["gap_mean"] == pytest.approx(0.05) and g["a_sd"] == pytest.approx(0.02) and g["b_sd"] == pytest.approx(0.02)
+    assert g["gap_se_seeds"] == pytest.approx(math.sqrt((0.02**2 + 0.02**2) / 3))
+    assert g["separated"] and g["sampling_se"] == pytest.approx(math.hypot(0.01, 0.01))
+    rows[3]["validity"] = 0.51  # FlexMDM seed 2 above LoFlexMDM seed 0: the arms overlap
+    (g,) = gap_summary(rows, [0, 1, 2])
+    assert not g["separated"] and g["gap_min"] == pytest.approx(0.03)
