@@ -93,18 +93,28 @@ def plot(res: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, grid = plt.subplots(2, 3, figsize=(18, 8.4))
-    axes = grid.flatten()
-    if "checksum" in res["schedule"] and "brackets" in res["schedule"]:
+    controls = "checksum" in res["schedule"] and "brackets" in res["schedule"]
+    if controls:
+        fig, grid = plt.subplots(2, 3, figsize=(18, 8.4))
+        axes = list(grid.flatten())
         _plot_controls(res, axes, np)
-    else:
-        for ax in axes[:4]:
-            ax.axis("off")
+    else:  # the chain task alone (--tasks chain): its two panels
+        fig, grid = plt.subplots(1, 2, figsize=(12, 4.4))
+        axes = [None] * 4 + list(grid)
     _plot_chain(res.get("chain"), axes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _multiplier_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """A φ-multiplier panel's FlexMDM reference line (b = 1), labels and legend."""
+    ax.axhline(1.0, color="grey", ls=":", lw=1, label="FlexMDM (b = 1)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
 
 
 def _plot_controls(res: dict, axes, np) -> None:
@@ -114,11 +124,8 @@ def _plot_controls(res: dict, axes, np) -> None:
     for i, (L, vals) in enumerate(sorted(sch["by_length"].items())):
         ax.plot(range(1, L + 1), vals, marker="o", label=f"length {L}", color=f"C{i}")
         ax.scatter([L], [vals[-1]], s=120, facecolors="none", edgecolors="k")
-    ax.axhline(1.0, color="grey", ls=":", lw=1, label="FlexMDM (b = 1)")
-    ax.set_xlabel("position (last = checksum, circled; second-last = '=')")
-    ax.set_ylabel("learned b_in (phi)")
-    ax.set_title("checksum task: phi's insertion multipliers")
-    ax.legend(fontsize=7)
+    _multiplier_axes(ax, "position (last = checksum, circled; second-last = '=')", "learned b_in (phi)",
+                     "checksum task: phi's insertion multipliers")
     ax = axes[1]
     t = np.linspace(0, 1, 200)
     for label, b, c in (("checksum", sch["checksum"], "C3"), ("free digits", sch["free"], "C0"), ("separator", sch["separator"], "C2")):
@@ -155,11 +162,8 @@ def _plot_chain(ch: dict | None, axes) -> None:
         ax = axes[4]
         for s, sc in ch["schedules"].items():
             ax.plot(range(len(sc["by_distance"])), sc["by_distance"], marker="o", label=f"seed {s} (ratio {sc['ratio']:.2f})")
-        ax.axhline(1.0, color="grey", ls=":", lw=1, label="FlexMDM (b = 1)")
-        ax.set_xlabel("distance from the end (0 = leaf, the free token)")
-        ax.set_ylabel("mean learned b_in (phi)")
-        ax.set_title("chain task: phi's insertion multipliers (claim: leaf highest)")
-        ax.legend(fontsize=7)
+        _multiplier_axes(ax, "distance from the end (0 = leaf, the free token)", "mean learned b_in (phi)",
+                         "chain task: phi's insertion multipliers (claim: leaf highest)")
         ax = axes[5]
         for j, method in enumerate(("FlexMDM plain", "LoFlexMDM plain")):
             for s in ch["seeds"]:
