@@ -17,16 +17,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from .contract import SEED_MAX
-from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, SpecError, ZooError
+from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, ZooError
 from .hardware import Machine, default_device, detect, fits, offline
+from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
-
-
-def remote_code_disabled() -> bool:
-    return os.environ.get("ZOO_DISABLE_REMOTE_CODE", "") not in ("", "0", "false")
 
 
 def outside_paths_allowed() -> bool:
@@ -61,23 +58,13 @@ def validation_error(exc: ValidationError, model: type, where: Any, from_caller:
 
 # ----------------------------------------------------------------------------- requirements
 def check_requires(spec: Spec, file: str | None = None) -> None:
-    """Check ``requires`` (package -> specifier) before importing anything the spec names."""
-    from importlib.metadata import PackageNotFoundError, version
+    """Check ``requires`` (package -> specifier) before importing anything the spec names: the first unmet
+    one is a one-line :class:`RequirementError` naming the package, the optional extra that installs it and
+    the pip command (:mod:`registry.requirements`)."""
+    from .requirements import unmet
 
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    for pkg, rng in spec.requires.items():
-        loc = locate(file, f"requires.{pkg}")
-        try:
-            spec_set = SpecifierSet(rng)
-        except InvalidSpecifier:
-            raise SpecError(f"invalid version specifier {rng!r}", loc) from None
-        try:
-            have = version(pkg)
-        except PackageNotFoundError:
-            raise RequirementError(f"package {pkg!r} is required ({rng}) but not installed: pip install '{pkg}{rng}'", loc) from None
-        if not spec_set.contains(have, prereleases=True):
-            raise RequirementError(f"{pkg} {have} is installed but the spec requires {rng}: pip install '{pkg}{rng}'", loc)
+    for missing in unmet(spec):
+        raise RequirementError(f"{spec.name} {missing.reason()}", locate(file, f"requires.{missing.package}"))
 
 
 # ----------------------------------------------------------------------------- variants
@@ -202,10 +189,12 @@ def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Loc
         raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
 
 
-def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None) -> None:
-    """Weights of a factory-built role: a local file (inside the spec's folder unless the caller
-    allows more) or a hub file, read safely (safetensors, or torch.load(weights_only=True)),
-    verified, converted, loaded strictly."""
+def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None,
+                  hub_file_at: Path | None = None) -> None:
+    """Weights of a factory-built role: a local safetensors file (inside the spec's folder unless the
+    caller allows more) or a hub file, read safely (safetensors, or for a hub file torch.load(weights_only=True)),
+    verified, converted, loaded strictly. ``hub_file_at``: a file standing in for the hub file (the
+    conformance harness's own temp copy), read exactly as the hub file would be."""
     from .weights import convert_state, hub_file, read_state
 
     assert source.weights is not None
@@ -216,8 +205,8 @@ def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allo
             raise BuildError("local weights need their sha256", sub("sha256"))
         state = read_state(path, source.sha256, wloc, sub("sha256"))
     else:  # a hub file carries its own sha256 (None only with allow_unpinned: true)
-        path = hub_file(source.weights, wloc)
-        state = read_state(path, source.weights.sha256, wloc)
+        path = hub_file_at if hub_file_at is not None else hub_file(source.weights, wloc)
+        state = read_state(path, source.weights.sha256, wloc, torch_format=True)
     state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
     if module is None or not hasattr(module, "load_state_dict"):
         raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)
@@ -228,10 +217,15 @@ def apply_transform(model: Any, source: Any, loc: Location) -> Any:
     """``transform(model, **transform_config)`` (resolved as kind ``transform``) after loading."""
     if getattr(source, "transform", None) is None:
         return model
+    from .contract import transform_params
+
     tloc = locate(loc.file, f"{loc.field}.transform")
     fn = resolve(source.transform, tloc, kind="transform")
+    at = lambda f: locate(loc.file, f"{loc.field}.{f}" if loc.field else f)  # noqa: E731
+    kwargs = validated_kwargs(_call_model(transform_params, fn, source.transform, tloc), source.transform_config, at,
+                              "transform_config")
     try:
-        out = fn(model, **source.transform_config)
+        out = fn(model, **kwargs)
     except ZooError:
         raise
     except Exception as exc:  # noqa: BLE001 - one line naming the transform
@@ -276,11 +270,56 @@ def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Ma
         except ValueError as exc:
             raise ParamError(str(exc), where(name)) from None
     model_cls = factory_params(factory)
+    _default_caps(model_cls, {**config, **tiny}, lambda f: where(field(f)))
     try:
         cfg = model_cls(**{**config, **tiny})
     except ValidationError as exc:
         raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny_config" if tiny else "config"))) from None
     return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def _default_caps(model_cls: Any, values: Mapping[str, Any], where: Any) -> None:
+    """:func:`registry.limits.enforce_default_caps` as a located ParamError (``where(dotted key)``)."""
+    from .limits import SizeError, enforce_default_caps
+
+    try:
+        enforce_default_caps(model_cls, values, "")
+    except SizeError as exc:
+        raise ParamError(exc.detail, where(exc.path)) from None
+
+
+def validated_kwargs(model_cls: Any, values: Mapping[str, Any], where: Any, prefix: str) -> dict[str, Any]:
+    """``values`` (a spec's ``check_params`` / ``transform_config``) validated by ``model_cls``: consent keys
+    refused at any depth, fields without a declared bound held to :mod:`registry.limits`' caps, then the model
+    (types, unknown keys, declared bounds). The keyword arguments to call with (only the keys given); a problem
+    is one ParamError located at ``where("<prefix>.<key>")``."""
+    try:
+        refuse_consent_keys(dict(values))
+    except ValueError as exc:
+        raise ParamError(str(exc), where(prefix)) from None
+    _default_caps(model_cls, values, lambda f: where(f"{prefix}.{f}"))
+    try:
+        cfg = model_cls(**values)
+    except ValidationError as exc:
+        raise validation_error(exc, model_cls, lambda f: where(f"{prefix}.{f}" if f else prefix)) from None
+    return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def _call_model(getter: Any, fn: Any, name: str, loc: Location) -> Any:
+    """``getter(fn)`` (a registered callable's params model); a signature that cannot be validated is one line."""
+    try:
+        return getter(fn)
+    except TypeError as exc:
+        raise BuildError(f"{name}: {exc}", loc) from None
+
+
+def check_kwargs(fn: Any, params: Mapping[str, Any], where: Any = None) -> dict[str, Any]:
+    """A metric check's ``check_params`` validated by its params model (:func:`validated_kwargs`)."""
+    from .contract import check_params_model
+
+    where = where or (lambda f: Location(None, None, None, f))
+    model_cls = _call_model(check_params_model, fn, getattr(fn, "__qualname__", "metric check"), where("check_params"))
+    return validated_kwargs(model_cls, params, where, "check_params")
 
 
 def call_factory(target: str, config: Mapping[str, Any], sub: Any, tiny: Mapping[str, Any] | None = None) -> Any:
@@ -306,18 +345,20 @@ def build_model(
     loc: Location | None = None,
     multi_gpu: bool = False,
     allow_outside_paths: bool | None = None,
+    hub_file_at: Path | None = None,
 ) -> Any:
     """Build one model role from its source (the same path for shipped and tiny test checkpoints).
 
     ``trust_remote_code`` and ``allow_outside_paths`` are the caller's consent; nothing in
-    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here)."""
+    ``source`` can grant them (consent keys in ``config`` are refused by the schema and here).
+    ``hub_file_at`` stands in for a ``source: zoo`` role's hub file (the conformance loading-path check)."""
     loc = loc or Location()
     sub = lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name)  # noqa: E731
     want_dtype = _torch_dtype(dtype or source.dtype)
     if isinstance(source, ZooSource):
         obj = call_factory(source.factory, source.config, sub)
         if source.weights is not None:
-            _load_weights(obj, source, spec_dir, sub, allow_outside_paths)
+            _load_weights(obj, source, spec_dir, sub, allow_outside_paths, hub_file_at)
         return _place(apply_transform(obj, source, loc), device, want_dtype)
     if isinstance(source, TimmSource):
         model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
@@ -333,24 +374,32 @@ def build_model(
         )
     if source.trust_remote_code and remote_code_disabled():
         raise BuildError(f"{source.id} needs remote code, which ZOO_DISABLE_REMOTE_CODE forbids", loc)
+    from . import hub
+
     kwargs: dict[str, Any] = {}
-    if source.revision:
-        kwargs["revision"] = source.revision
+    if looks_remote(source.id or ""):  # a hub id: the HF cache at its revision, never a folder of that name here
+        if not hub.is_hub_id(source.id or ""):
+            raise BuildError(f"{source.id!r} is not a hub repository id (owner/name)", sub("id"))
+        try:
+            ref: Any = hub.snapshot(source.id or "", source.revision, subfolder=source.subfolder)
+        except Exception as exc:  # noqa: BLE001 - LocalEntryNotFoundError, HfHubHTTPError, ...: one line
+            at = f"{source.id}@{source.revision[:12] if source.revision else '(unpinned)'}"
+            if offline():
+                raise BuildError(f"{at} is not in the local HF cache (offline: HF_HUB_OFFLINE is set)", sub("id")) from None
+            raise BuildError(f"could not fetch {at}: {_one_line(exc)}", sub("id")) from None
+    else:
+        ref = local_path(source.id or "", spec_dir, sub("id"), allow_outside_paths, "local model")
+        check_folder_links(ref, spec_dir, sub("id"), allow_outside_paths, "local model")
     if source.subfolder:
         kwargs["subfolder"] = source.subfolder
-    model_id = _hub_or_local_id(source.id or "", spec_dir, sub("id"), allow_outside_paths)
-    if offline() or not looks_remote(source.id or ""):
-        kwargs["local_files_only"] = True
     is_model = _is_model_class(cls)
     if want_dtype is not None and is_model:
         params = inspect.signature(cls.from_pretrained).parameters
         kwargs["torch_dtype" if source.source == "diffusers" and "dtype" not in params else "dtype"] = want_dtype
-    if source.source == "transformers":
-        kwargs["trust_remote_code"] = bool(source.trust_remote_code and trust_remote_code)
     if multi_gpu and is_model:
         kwargs["device_map"] = "auto"
     try:
-        model = cls.from_pretrained(model_id, **kwargs)
+        model = hub.load_pretrained(cls, ref, trust_remote_code=bool(source.trust_remote_code and trust_remote_code), **kwargs)
     except Exception as exc:  # noqa: BLE001 - OSError, ValueError, SafetensorError, ...: one line
         msg = " ".join(str(exc).split())[:300]
         where = "offline (HF_HUB_OFFLINE is set) " if offline() else ""
@@ -361,14 +410,6 @@ def build_model(
         model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
     model = apply_transform(model, source, loc)
     return model if (multi_gpu or not is_model) else _place(model, device, None)
-
-
-def _hub_or_local_id(model_id: str, spec_dir: Path, loc: Location, allow_outside: bool | None) -> str:
-    """A hub id as is; a local path (``./``, ``../``, ``/``, ``~``) resolved against the spec's
-    folder (never the working directory) and kept inside it unless the caller allows more."""
-    if looks_remote(model_id):
-        return model_id
-    return str(local_path(model_id, spec_dir, loc, allow_outside, "local model"))
 
 
 def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
@@ -383,6 +424,32 @@ def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | No
             f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
         )
     return path
+
+
+def check_folder_links(folder: Path, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> None:
+    """Every entry of a local folder (a model folder, an adapter folder) stays inside the spec's folder
+    tree: a symlink whose target resolves outside it is refused, naming the entry (never hashing or
+    reading it), unless the caller allows outside paths. At most :data:`registry.limits.FOLDER_ENTRIES`
+    entries are looked at (more is an error)."""
+    from .files import within
+    from .limits import FOLDER_ENTRIES, SizeError
+
+    if (outside_paths_allowed() if allow_outside is None else allow_outside) or not folder.is_dir():
+        return
+    base = spec_dir.resolve()
+    seen = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            seen += 1
+            try:
+                FOLDER_ENTRIES.check(seen, f"{what} {folder.name}", " entries")
+            except SizeError as exc:
+                raise BuildError(str(exc), loc) from None
+            entry = Path(top) / name
+            if entry.is_symlink() and not within(base, entry):
+                rel = entry.relative_to(folder)
+                raise BuildError(f"{what} {folder.name}: {rel} is a link to {os.path.realpath(entry)}, outside the spec's "
+                                 f"folder {base} (the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc)
 
 
 #: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
@@ -401,10 +468,10 @@ def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: 
     if source.pretrained and offline():
         raise BuildError(f"timm pretrained weights for {source.model_name!r} must be downloaded, but HF_HUB_OFFLINE is set; "
                          "ship local weights with their sha256 instead", sub("pretrained"))
-    import timm
+    from .hub import create_timm_model
 
     try:
-        model = timm.create_model(source.model_name, pretrained=source.pretrained and not offline(), **source.kwargs)
+        model = create_timm_model(source.model_name, pretrained=source.pretrained, **source.kwargs)
     except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
         raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
     if source.weights is not None:
@@ -437,6 +504,7 @@ def make_procedure(
         refuse_consent_keys(spec_values)
     except ValueError as exc:
         raise ParamError(str(exc), locate(file, f"{section}.{name}.params")) from None
+    _default_caps(params_cls, spec_values, lambda f: locate(file, f"{section}.{name}.params.{f}"))  # the spec's, not the caller's
     try:
         params = params_cls(**{**spec_values, **overrides})
     except ValidationError as exc:
@@ -528,7 +596,8 @@ class Pipeline:
         key = ("metric", check, json.dumps(params, sort_keys=True, default=repr))
 
         def run() -> float:
-            return float(resolve(check, kind="metric_check")(self, **params))
+            fn = resolve(check, kind="metric_check")
+            return float(fn(self, **check_kwargs(fn, params)))
 
         return self.memo(key, run)
 

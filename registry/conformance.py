@@ -96,8 +96,8 @@ def assert_same(a: Any, b: Any, *, exact: bool = True, path: str = "result") -> 
 
 
 # ----------------------------------------------------------------------------- helpers
-#: check id -> (spec name, metric, value, spec file, device) of the last metric re-measurement
-measured: dict[str, tuple[str, Any, float, str, str]] = {}
+#: check id -> (spec, metric, value, spec file, device) of the last metric re-measurement
+measured: dict[str, tuple[Spec, Any, float, str, str]] = {}
 _pipelines: dict[tuple[str, str, str, str | None], Any] = {}
 
 
@@ -205,15 +205,38 @@ def _tiny_checkpoint(source: HubSource | TimmSource, workdir: Path) -> Any:
             raise AssertionError(f"{source.id}: tiny.config needs model_type")
         config = transformers.AutoConfig.for_model(model_type, **cfg)
         cls = library_class("transformers", source.tiny.model_class or source.model_class)
-        model = cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
+        make = (lambda: cls.from_config(config)) if hasattr(cls, "from_config") else (lambda: cls(config))
     else:
         cls = library_class("diffusers", source.tiny.model_class or source.model_class)
-        model = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(**cfg)
+        make = (lambda: cls.from_config(cfg)) if hasattr(cls, "from_config") else (lambda: cls(**cfg))
+    _check_tiny_size(make)
+    model = make()
     model.save_pretrained(str(save_dir))
     update: dict[str, Any] = {"id": str(target), "revision": None, "allow_unpinned": True}
     if source.adapters:
         update["adapters"] = _tiny_adapters(model, source, workdir)
     return source.model_copy(update=update)
+
+
+def _check_tiny_size(make: Callable[[], Any]) -> None:
+    """Count the parameters of the tiny model ``make()`` builds on the meta device (nothing allocated) and
+    refuse it over :data:`registry.limits.TINY_PARAMS`: each ``tiny.config`` integer is capped, their product
+    is capped here. A class that cannot be built on the meta device is left to its capped integers."""
+    import torch
+
+    from .errors import Location
+    from .limits import TINY_PARAMS, SizeError
+
+    try:
+        with torch.device("meta"):
+            model = make()
+    except Exception:  # noqa: BLE001 - the real build reports its own error
+        return
+    n = sum(p.numel() for p in model.parameters()) if hasattr(model, "parameters") else 0
+    try:
+        TINY_PARAMS.check(n, "tiny.config", " parameters")
+    except SizeError as exc:
+        raise ParamError(exc.detail, Location(None, None, None, exc.path)) from None
 
 
 def _tiny_adapters(model: Any, source: HubSource, workdir: Path) -> list[Any]:
@@ -278,10 +301,15 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
         return [Check(name, f"{name}::validates", broken)]
     spec = entry.spec
     file = str(entry.path)
+    from .requirements import unmet
+
+    # an optional package that is not installed: every check that needs it is SKIP with the pip command
+    missing = "; ".join(u.reason() for u in unmet(spec))
+
     def validates() -> None:
         from .lint import lint
 
-        problems = lint(spec, file, resolve=True)
+        problems = lint(spec, file, resolve=not missing)  # never import code whose requirements are missing
         assert not problems, "; ".join(str(p) for p in problems)
 
     checks: list[Check] = [Check(name, f"{name}::validates", validates)]
@@ -289,6 +317,8 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
     def requires() -> None:
         from .build import check_requires
 
+        if missing:
+            raise Skipped(missing)
         check_requires(spec, file)
 
     checks.append(Check(name, f"{name}::requires", requires))
@@ -298,10 +328,12 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
         for v, src in model.variants.items():
             if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
 
-                def weights(src: Any = src) -> None:
-                    from .build import sha256_file
+                def weights(src: Any = src, role: str = role, v: str = v) -> None:
+                    from .build import local_path, sha256_file
+                    from .loader import locate, source_dir
 
-                    path = entry.path.parent / src.weights
+                    field = f"models.{role}.variants.{v}.weights"  # inside the folder of the file that names it, or no hash
+                    path = local_path(src.weights, source_dir(file, role, v, entry.path.parent), locate(file, field), None, "weights")
                     assert path.is_file(), f"{path} is missing"
                     actual = sha256_file(path)
                     assert actual == src.sha256, f"{path.name}: sha256 {actual} != spec {src.sha256}"
@@ -421,7 +453,7 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                     assert_same(rows[i], alone[0], exact=False, path=f"row {i}")
                 assert_models_unchanged(before, pipe.models, pname)
 
-            if section == "samplers" or _declares_batch_independence(spec.procedure(pname)[1].target):
+            if section == "samplers" or (not missing and _declares_batch_independence(spec.procedure(pname)[1].target)):
                 checks.append(Check(name, f"{name}::{section}[{pname}]::batch-independence", batch))
 
             def population(pname: str = pname, procedure: Any = procedure) -> None:
@@ -479,12 +511,19 @@ def checks_for(entry: Entry, slow: bool = False, target: Target = Target(), allo
                 raise Skipped(refusal)
             resolve(m.check, kind="metric_check")
             value = float(_pipeline(entry, m.variant, target).evaluate(m.check, **m.check_params))
-            measured[mid] = (spec.name, m, value, str(entry.path), target.device)
+            measured[mid] = (spec, m, value, str(entry.path), target.device)
             assert abs(value - m.value) <= m.tolerance, (
                 f"{m.name}: measured {value:.6g}, spec says {m.value:g} ± {m.tolerance:g}"
             )
 
         checks.append(Check(name, mid, metric, slow=m.slow))
+    if missing:
+        for check in checks[2:]:  # all but validates and requires
+
+            def skip(why: str = missing) -> None:
+                raise Skipped(why)
+
+            check.fn = skip
     return checks
 
 
@@ -522,10 +561,10 @@ def _check_hub_file_loading_path(entry: Entry, src: ZooSource, field: str) -> No
         save_state(raw, path)
         # dtype: None: the round trip checks the converter and key layout; a role's storage dtype
         # (bf16) would round the seeded noise and hide nothing about the layout
-        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path),
+        local = src.model_copy(update={"weights": src.weights.model_copy(update={"sha256": sha256_file(path)}),
                                        "config": src.tiny_factory_config(), "tiny_config": None, "dtype": None})
         built = build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(file, field),
-                            allow_outside_paths=True)  # the harness's own temp file
+                            hub_file_at=path)  # the harness's own temp file, read as the hub file would be
     got = built.state_dict()
 
     def same(a: Any, b: Any) -> bool:
@@ -730,7 +769,7 @@ def run_checks(
             results.append({"id": check.id, "spec": check.spec, "status": status, "message": msg,
                             "seconds": round(secs, 3), "cpu_seconds": round(LAST_CPU, 3), "slow": check.slow})
         if check.id in measured:
-            _record(check.id, status, record)
+            _record(check.id, record)
         counts[status] += 1
         row = per_spec.setdefault(check.spec, {"PASS": 0, "FAIL": 0, "SKIP": 0, "seconds": 0.0, "cpu": 0.0, "default_cpu": 0.0})
         row[status] += 1
@@ -777,12 +816,12 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="check", file=sys.stderr, leave=False, mininterval=0, miniters=1)
 
 
-def _record(check_id: str, status: str, store: bool) -> None:
-    spec_name, metric, value, file, device = measured.pop(check_id)
-    if store:
+def _record(check_id: str, store: bool) -> None:
+    spec, metric, value, file, device = measured.pop(check_id)
+    if store:  # the record keeps the value; PASS/FAIL is recomputed from it whenever it is shown
         from . import metrics_store
 
         try:
-            metrics_store.record(spec_name, metric, value, status, spec_file=file, device=device)
+            metrics_store.record(spec, metric, value, spec_file=file, device=device)
         except OSError as exc:  # a read-only cache must not fail the check
             print(f"warning: could not store {check_id}: {exc}", file=sys.stderr)

@@ -384,9 +384,10 @@ def is_registered(obj: Any, kind: str) -> bool:
         return False
 
 
-def _params_from_signature(fn: Callable[..., Any]) -> type[BaseModel]:
+def _params_from_signature(fn: Callable[..., Any], skip: int = 0, what: str = "@factory") -> type[BaseModel]:
     """A :class:`FactoryParams` model of ``fn``'s keyword parameters (annotations and defaults,
-    ``Annotated[int, Field(le=...)]`` bounds included). ``*args``/``**kwargs`` cannot be validated."""
+    ``Annotated[int, Field(le=...)]`` bounds included), after the first ``skip`` parameters (a transform's
+    model, a metric check's pipeline). ``*args``/``**kwargs`` cannot be validated."""
     import types
     import typing
 
@@ -399,15 +400,15 @@ def _params_from_signature(fn: Callable[..., Any]) -> type[BaseModel]:
     try:
         hints = typing.get_type_hints(shim, globalns=shim.__globals__, include_extras=True)
     except Exception as exc:  # noqa: BLE001 - NameError, TypeError, ...
-        raise TypeError(f"@factory {fn.__qualname__}: cannot resolve its annotations ({exc}); pass @factory(params=Model)") from None
+        raise TypeError(f"{what} {fn.__qualname__}: cannot resolve its annotations ({exc}); pass {what}(params=Model)") from None
     fields: dict[str, Any] = {}
-    for name, p in inspect.signature(fn).parameters.items():
+    for name, p in list(inspect.signature(fn).parameters.items())[skip:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(
-                f"@factory {fn.__qualname__}: *args/**kwargs cannot be validated; pass @factory(params=Model)"
+                f"{what} {fn.__qualname__}: *args/**kwargs cannot be validated; pass {what}(params=Model)"
             )
         if p.kind is p.POSITIONAL_ONLY:
-            raise TypeError(f"@factory {fn.__qualname__}: parameter {name} is positional-only")
+            raise TypeError(f"{what} {fn.__qualname__}: parameter {name} is positional-only")
         ann = Any if p.annotation is p.empty else hints.get(name, p.annotation)
         fields[name] = (ann, ... if p.default is p.empty else p.default)
     return create_model(f"{fn.__name__}_config", __base__=FactoryParams, **fields)
@@ -439,9 +440,50 @@ def factory_params(fn: Any) -> type[BaseModel]:
     return _FACTORY_PARAMS[fn]
 
 
-def metric_check(fn: F) -> F:
-    """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance."""
-    return register("metric_check", fn)
+_CALL_PARAMS: dict[Any, type[BaseModel]] = {}
+
+
+def _registering(kind: str, fn: Any, params: type[BaseModel] | None) -> Any:
+    """``@kind`` / ``@kind(params=Model)``: register ``fn`` for ``kind``, with its declared params model."""
+    if params is not None and not (isinstance(params, type) and issubclass(params, BaseModel)):
+        raise TypeError(f"@{kind}(params=...) needs a pydantic model class")
+    if params is not None and params.model_config.get("extra") != "forbid":
+        raise TypeError(f"@{kind}(params=...): the model must forbid extra keys (subclass FactoryParams)")
+
+    def deco(f: F) -> F:
+        if params is not None:
+            _CALL_PARAMS[f] = params
+        return register(kind, f)
+
+    return deco(fn) if fn is not None else deco
+
+
+def _call_params(fn: Any, kind: str) -> type[BaseModel]:
+    """The params model of a registered metric check or transform: declared with ``params=``, else derived
+    from its signature after the first parameter (the pipeline / the model) on first use."""
+    model = _CALL_PARAMS.get(fn)
+    if model is None:
+        model = _params_from_signature(fn, skip=1, what=f"@{kind}")
+        _CALL_PARAMS[fn] = model
+    return model
+
+
+@overload
+def metric_check(fn: F) -> F: ...
+@overload
+def metric_check(*, params: type[BaseModel]) -> Callable[[F], F]: ...
+def metric_check(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
+    """Register a metric check: ``fn(pipeline, **check_params) -> float``, re-run by conformance. A spec's
+    ``check_params`` are validated before the call by ``params`` (a :class:`FactoryParams` model) or a model
+    derived from the signature after ``pipeline``; sizes without a declared bound are held to
+    :mod:`registry.limits`' default caps."""
+
+    return _registering("metric_check", fn, params)
+
+
+def check_params_model(fn: Any) -> type[BaseModel]:
+    """The ``check_params`` model of a registered metric check."""
+    return _call_params(fn, "metric_check")
 
 
 def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) -> Any:
@@ -457,10 +499,23 @@ def converter(fn: Any = None, *, inverse: Callable[[Any], Any] | None = None) ->
     return deco(fn) if fn is not None else deco
 
 
-def transform(fn: F) -> F:
+@overload
+def transform(fn: F) -> F: ...
+@overload
+def transform(*, params: type[BaseModel]) -> Callable[[F], F]: ...
+def transform(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
     """Register a post-load transform ``fn(model, **transform_config) -> model | None`` (a spec's
-    ``transform:``): quantise, patch an embedder, install attention processors."""
-    return register("transform", fn)
+    ``transform:``): quantise, patch an embedder, install attention processors. ``transform_config`` is
+    validated before the call by ``params`` (a :class:`FactoryParams` model: the place to declare a field of a
+    special type, e.g. a file inside the spec's folder) or a model derived from the signature after ``model``;
+    consent keys are refused and sizes without a declared bound are held to :mod:`registry.limits`' caps."""
+
+    return _registering("transform", fn, params)
+
+
+def transform_params(fn: Any) -> type[BaseModel]:
+    """The ``transform_config`` model of a registered transform."""
+    return _call_params(fn, "transform")
 
 
 def benchmark(fn: F) -> F:

@@ -56,13 +56,40 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         return None
 
     def params(entry: dict | None, values: dict, field: str) -> None:
-        from .static import check_values
+        from .static import check_caps, check_values
 
         schema = (entry or {}).get("params")
         if not schema or not isinstance(values, dict):
             return
-        for key, msg in check_values(schema, values):
+        for key, msg in [*check_values(schema, values), *check_caps(schema, values)]:
             errors.append(SpecError(msg, locate(file, f"{field}.{key}")))
+
+    def call_params(value: str | None, values: dict, field: str, kind: str) -> None:
+        """``check_params`` / ``transform_config``: statically from the index, else (``resolve``) by the imported
+        callable's params model, as the build will validate them."""
+        entry = target(value, field.rsplit(".", 1)[0] + (".check" if kind == "metric_check" else ".transform"), kind)
+        if entry is not None or value is None:
+            params(entry, values, field)
+            return
+        from .static import target_info
+
+        if not resolve or target_info(value) is not None or value.split(":")[0].split(".")[0] not in allowed:
+            return
+        from .build import _call_model, validated_kwargs
+        from .contract import check_params_model, transform_params
+        from .errors import BuildError, ParamError
+        from .resolve import resolve as resolve_target
+
+        try:
+            fn = resolve_target(value, locate(file, field), kind=kind)
+            getter = check_params_model if kind == "metric_check" else transform_params
+            prefix, _, last = field.rpartition(".")
+            validated_kwargs(_call_model(getter, fn, value, locate(file, field)), values,
+                             lambda f: locate(file, f"{prefix}.{f}"), last)
+        except ResolveError:
+            return  # reported by target()
+        except (ParamError, BuildError) as exc:
+            errors.append(SpecError(exc.message, exc.location))
 
     def tiny_config(src: ZooSource, field: str) -> None:
         """A package without a static index: ``tiny_config`` (merged over ``config``) through the imported
@@ -92,7 +119,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             for v, values in proc.variant_params.items():
                 params(entry, values, f"{section}.{name}.variant_params.{v}")
     for i, metric in enumerate(spec.metrics):
-        target(metric.check, f"metrics.{i}.check", "metric_check")
+        call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
@@ -105,7 +132,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                     if resolve and factory_entry is None:
                         tiny_config(src, field)
                 target(src.convert, f"{field}.convert", "converter")
-            target(getattr(src, "transform", None), f"{field}.transform", "transform")
+            call_params(getattr(src, "transform", None), getattr(src, "transform_config", {}), f"{field}.transform_config",
+                        "transform")
             if isinstance(src, HubSource) and src.model_class:
                 from .static import library_has
 

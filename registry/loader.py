@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import Location, SpecError, SpecErrors
 from .files import MAX_FILE_BYTES, _digest, file_digest, read_spec_bytes, within  # noqa: F401 - within, file_digest re-exported
+from .limits import EXTENDS_CHAIN
 from .spec import Spec
 
 try:  # the C loader is several times faster for listing many specs
@@ -404,8 +406,10 @@ def _all_field_names() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
-    """Map a pydantic error ``loc`` onto a path that exists in the data (drops union tags)."""
+def _data_path(data: Any, loc: tuple[Any, ...], name_missing: bool = True) -> PathKey:
+    """Map a pydantic error ``loc`` onto a path that exists in the data (drops union tags). With
+    ``name_missing``, a last part absent from the data is kept (a missing field); a validator's error
+    ends in the union tag instead (``...full.transformers``), which is dropped."""
     out: list[Any] = []
     cur = data
     for i, part in enumerate(loc):
@@ -416,7 +420,7 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
         elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
             out.append(part)
             cur = cur[part]
-        elif isinstance(cur, dict) and isinstance(part, str) and last:
+        elif isinstance(cur, dict) and isinstance(part, str) and last and name_missing:
             # a missing or unknown field: point at the parent, name the field
             out.append(part)
             cur = None
@@ -427,9 +431,9 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
 def validation_errors(doc: Document, exc: ValidationError) -> list[SpecError]:
     errors: list[SpecError] = []
     for err in exc.errors(include_url=False):
-        path = _data_path(doc.data, tuple(err["loc"]))
         msg = err["msg"]
         kind = err["type"]
+        path = _data_path(doc.data, tuple(err["loc"]), name_missing=kind != "value_error")
         if kind == "extra_forbidden":
             key = str(path[-1]) if path else "?"
             close = difflib.get_close_matches(key, _all_field_names(), n=1, cutoff=0.6)
@@ -464,6 +468,32 @@ def validate_document(doc: Document) -> Spec:
 
 
 _DOCUMENTS: dict[str, Document] = {}
+
+#: Parsed files by (path, sha1 of their bytes): each spec file (an ``extends`` parent shared by many
+#: children included) is parsed once per process; an edited file has other bytes and is parsed again.
+_PARSED: "OrderedDict[tuple[str, str], Document | SpecError]" = OrderedDict()
+_PARSED_MAX = 4096
+
+
+def parse_cached(raw: bytes, file: str) -> Document:
+    """:func:`parse_yaml` of a file's bytes, memoised by path and content (errors too). The returned
+    Document's position maps are copies; its data is shared and must not be mutated (nothing does:
+    :func:`merge` builds new mappings)."""
+    key = (file, _digest(raw))
+    hit = _PARSED.get(key)
+    if hit is None:
+        try:
+            hit = parse_yaml(_decode(raw, file), file)
+        except SpecError as exc:
+            hit = exc
+        _PARSED[key] = hit
+        while len(_PARSED) > _PARSED_MAX:
+            _PARSED.popitem(last=False)
+    else:
+        _PARSED.move_to_end(key)
+    if isinstance(hit, SpecError):
+        raise hit
+    return Document(hit.data, hit.file, dict(hit.positions), dict(hit.origins))
 
 
 def merge(base: Any, over: Any) -> Any:
@@ -550,7 +580,7 @@ def find_spec_by_name(name: str, exclude: Path | None = None) -> Path | None:
         if skip is not None and os.path.realpath(f) == skip:
             continue
         try:
-            doc = parse_yaml(_decode(read_spec_bytes(f), str(f)), str(f))
+            doc = parse_cached(read_spec_bytes(f), str(f))
         except SpecError:
             continue
         if isinstance(doc.data, dict) and doc.data.get("name") == name:
@@ -572,6 +602,17 @@ def source_dir(file: str | None, role: str, variant: str, fallback: Path) -> Pat
     return fallback
 
 
+class _ChainTooLong(SpecError):
+    """An ``extends`` chain over :data:`registry.limits.EXTENDS_CHAIN` files."""
+
+
+def _chain_message(chain: tuple[Path, ...]) -> str:
+    names = [c.name for c in chain]
+    shown = " -> ".join(names[:3]) + (" -> ..." if len(names) > 3 else "")
+    return (f"extends chain longer than the limit EXTENDS_CHAIN = {EXTENDS_CHAIN.value} files (registry.limits): "
+            f"{shown}; inherit from a spec nearer the root")
+
+
 def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str | os.PathLike[str] | None = None,
                   reads: Reads | None = None, _roots: tuple[Path, ...] | None = None) -> Document:
     """Parse a spec file and resolve its ``extends`` chain into one document.
@@ -589,10 +630,12 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
         raise
     if reads is not None:
         reads.append((str(p), _digest(raw)))
-    doc = parse_yaml(_decode(raw, str(p)), str(p))
+    doc = parse_cached(raw, str(p))
     if not (isinstance(doc.data, dict) and "extends" in doc.data):
         return doc
     here = doc.location(("extends",))
+    if len(_chain) + 1 >= EXTENDS_CHAIN.value:  # this file and its parent would make the chain longer than the cap
+        raise _ChainTooLong(_chain_message(_chain + (p,)), here)
     joined = _extends_path(doc.data["extends"], p, here)
     try:
         parent_path = joined.resolve()
@@ -607,6 +650,8 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
         raise SpecError(f"extends cycle: {' -> '.join(c.name for c in chain)} -> {parent_path.name}", here)
     try:
         parent = read_document(parent_path, chain, reads=reads, _roots=spec_roots(parent_path, root) if by_name else roots)
+    except _ChainTooLong as exc:  # reported at the extends line of the file asked for, not deep in the chain
+        raise _ChainTooLong(exc.message, here) from None
     except SpecError as exc:
         if exc.location.file == str(parent_path) and exc.location.line is None:  # the parent file itself
             raise SpecError(f"extends {parent_path}: {exc.message}", here) from None

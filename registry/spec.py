@@ -15,6 +15,50 @@ MODULE_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
 SHA256_RE = r"^[0-9a-f]{64}$"
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt")
 REVISION_RE = r"^[0-9a-f]{40}$"
+#: A hub repository id as ``huggingface_hub.utils.validate_repo_id`` accepts it: ``name`` or ``owner/name`` of
+#: ``[A-Za-z0-9_.-]``, not starting or ending with ``-``/``.``, no ``--`` or ``..``, at most 96 characters.
+HUB_ID_RE = r"^(?!.*(?:--|\.\.))(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?/)?[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$"
+HUB_ID_MAX = 96
+#: A distribution name (PEP 508 / PEP 503), the keys of ``requires``.
+PACKAGE_RE = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"
+
+
+def is_hub_id(ref: Any) -> bool:
+    """Whether ``ref`` is a valid hub repository id (:data:`HUB_ID_RE`)."""
+    import re
+
+    return isinstance(ref, str) and len(ref) <= HUB_ID_MAX and re.fullmatch(HUB_ID_RE, ref) is not None
+
+
+def _hub_id(value: str | None) -> str | None:
+    """Validator of a ``hub:`` field: a hub repository id."""
+    if value is not None and not is_hub_id(value):
+        raise ValueError(f"expected a hub repository id (owner/name: letters, digits, _ . -), got {value[:100]!r}")
+    return value
+
+
+HubId = Annotated[str, AfterValidator(_hub_id)]
+
+
+def _requirements(value: dict[str, str]) -> dict[str, str]:
+    """Validator of ``requires``: each key a distribution name, each value a version specifier (PEP 440), so that
+    together they are a plain PEP 508 requirement (no extras, markers or URLs)."""
+    import re
+
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    for name, spec in value.items():
+        if not re.fullmatch(PACKAGE_RE, name):
+            raise ValueError(f"{name[:100]!r} is not a package name (PEP 508: letters, digits, . _ -)")
+        try:
+            SpecifierSet(spec)
+            req = Requirement(f"{name}{spec}")
+        except (InvalidSpecifier, InvalidRequirement):
+            raise ValueError(f"{name}: {spec[:100]!r} is not a version specifier (e.g. \">=1.2,<2\")") from None
+        if req.url or req.marker or req.extras:
+            raise ValueError(f"{name}: {spec[:100]!r} must be a version specifier only")
+    return value
 
 Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier")]
 Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
@@ -74,6 +118,15 @@ def refuse_code_keys(value: Any) -> Any:
     return value
 
 
+def tiny_sizes(value: Any) -> Any:
+    """Validator of ``tiny.config``: every integer within :data:`registry.limits.TINY_CONFIG_INT`, lists,
+    strings and entries within the default caps (the product is bounded when the checkpoint is built)."""
+    from .limits import TINY_CONFIG_INT, check_tree
+
+    check_tree(value, "", ints=TINY_CONFIG_INT)
+    return value
+
+
 ConsentFree = Annotated[dict[str, Any], AfterValidator(refuse_consent_keys)]
 
 
@@ -93,9 +146,10 @@ class TinyCheckpoint(Strict):
     """How the conformance harness makes a tiny local checkpoint of the same model type, so the
     ``full`` variant's loading path can be tested offline (``save_pretrained`` then the same builder)."""
 
-    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys)] = Field(
+    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys), AfterValidator(tiny_sizes)] = Field(
         description="kwargs of the config (transformers: must contain model_type); keys that point at code "
-        "(auto_map, *_class, custom_pipelines, ...) are refused"
+        "(auto_map, *_class, custom_pipelines, ...) are refused; integers at most 65536 and at most 20M parameters "
+        "in all (registry.limits)"
     )
     model_class: str | None = Field(
         None, description="class used to create the tiny model, when it differs from the loading class"
@@ -108,7 +162,8 @@ class Transformable(Strict):
     transform: Target | None = Field(
         None, description='"pkg.module:fn" registered as a transform, called as fn(model, **transform_config) after loading; returns the model (or None: changed in place)'
     )
-    transform_config: dict[str, Any] = Field({}, description="keyword arguments of the transform")
+    transform_config: ConsentFree = Field({}, description="keyword arguments of the transform, validated against its "
+                                          "params model (consent keys refused)")
 
     @model_validator(mode="after")
     def _transform_config(self) -> "Transformable":
@@ -127,7 +182,7 @@ weights: {hub: owner/repo, revision: 0123456789abcdef0123456789abcdef01234567,
 convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inverse=...)
 """
 
-    hub: str = Field(description="hub repository id, e.g. owner/repo")
+    hub: HubId = Field(description="hub repository id, e.g. owner/repo")
     revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit")
     filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
     sha256: str | None = Field(None, pattern=SHA256_RE)
@@ -162,7 +217,7 @@ adapters:
   - {path: adapters/mine, adapter_name: mine, sha256: <64-hex>}   # relative to the spec file
 """
 
-    hub: str | None = Field(None, description="hub repository id of the adapter (needs revision)")
+    hub: HubId | None = Field(None, description="hub repository id of the adapter (needs revision)")
     path: str | None = Field(None, description="local adapter folder, relative to the spec file")
     revision: str | None = Field(None, pattern=REVISION_RE)
     weight_name: str = Field("adapter_model.safetensors", description="the adapter's weights file (safetensors)")
@@ -211,6 +266,9 @@ tokenizer: {source: transformers, model_class: AutoTokenizer, id: Qwen/Qwen2.5-0
     def _pinned(self) -> "HubSource":
         if self.id is None:
             raise ValueError("id: a hub id or a local directory is required")
+        if looks_remote(self.id) and not is_hub_id(self.id):
+            raise ValueError(f"id: {self.id[:100]!r} is neither a hub repository id (owner/name) nor a local folder "
+                             "(./x, ../x, /x or ~/x)")
         if looks_remote(self.id) and self.revision is None and not self.allow_unpinned:
             raise ValueError(f"revision: hub id {self.id!r} needs a pinned 40-hex revision (or allow_unpinned: true)")
         return self
@@ -226,6 +284,20 @@ def looks_remote(model_id: str) -> bool:
 #: that names a file, a URL or a pretrained config (``checkpoint_path``, ``pretrained_cfg_overlay``,
 #: ``pretrained_cfg``, ``cache_dir``) is refused.
 TIMM_KWARGS = frozenset({"num_classes", "in_chans", "global_pool", "drop_rate", "drop_path_rate", "img_size"})
+
+
+def _timm_size(key: str, value: Any) -> None:
+    """The caps of one timm keyword (:mod:`registry.limits`): classes, channels, image sides, rates in [0, 1]."""
+    from .limits import SPEC_STR, TIMM_IMG_SIZE, TIMM_IN_CHANS, TIMM_NUM_CLASSES, check_tree
+
+    caps = {"num_classes": TIMM_NUM_CLASSES, "in_chans": TIMM_IN_CHANS, "img_size": TIMM_IMG_SIZE}
+    if key in caps:
+        check_tree(value, f"kwargs.{key}", ints=caps[key])
+    elif key in ("drop_rate", "drop_path_rate"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValueError(f"kwargs.{key}: expected a rate in [0, 1], got {value!r}")
+    else:
+        check_tree(value, f"kwargs.{key}", strings=SPEC_STR)
 
 
 class TimmSource(Transformable):
@@ -253,6 +325,7 @@ class TimmSource(Transformable):
                 isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) for v in value))
             if not ok:
                 raise ValueError(f"kwargs.{key}: expected a number, a string or a short list of ints, got {type(value).__name__}")
+            _timm_size(key, value)
         if self.weights is not None:
             if self.sha256 is None:
                 raise ValueError("sha256: local weights need their sha256")
@@ -284,7 +357,8 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
     factory: Target
     config: ConsentFree = Field({}, description="keyword arguments of the factory, validated against its params model")
     weights: str | HubFile | None = Field(
-        None, description="a local .safetensors (or .pt/.pth/.ckpt, read with weights_only) file relative to the spec file, or {hub, revision, filename, sha256}"
+        None, description="a local .safetensors file relative to the spec file, or a hub file {hub, revision, filename, sha256} "
+        "(.safetensors, or .pt/.pth/.ckpt read with torch.load(weights_only=True))"
     )
     sha256: str | None = Field(None, pattern=SHA256_RE)
     convert: Target | None = Field(
@@ -304,8 +378,9 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
         if isinstance(self.weights, str):
             if self.sha256 is None:
                 raise ValueError("sha256: local weights need their sha256")
-            if not self.weights.endswith(WEIGHT_SUFFIXES):
-                raise ValueError(f"weights: expected a file ending in {', '.join(WEIGHT_SUFFIXES)}")
+            if not self.weights.endswith(".safetensors"):
+                raise ValueError("weights: only .safetensors files may ship with a spec (a hub file, {hub, filename, ...}, "
+                                 "may be .pt/.pth/.ckpt, read with torch.load(weights_only=True))")
         elif isinstance(self.weights, HubFile) and self.sha256 is not None:
             raise ValueError("sha256: a hub file carries its own sha256 (weights.sha256)")
         if self.convert is not None and self.weights is None:
@@ -464,7 +539,8 @@ class Spec(Strict):
     implementation: Annotated[str, Field(pattern=MODULE_RE)] = Field(
         description="the method's package (holds its procedures and registers its invariants)"
     )
-    requires: dict[str, str] = Field({}, description='package -> version specifier, e.g. {diffusers: ">=0.31"}')
+    requires: Annotated[dict[str, str], AfterValidator(_requirements)] = Field(
+        {}, description='package -> version specifier, e.g. {diffusers: ">=0.31"} (PEP 508 name, PEP 440 specifier)')
     models: dict[str, ModelRole] = {}
     samplers: dict[Name, ProcedureSpec] = {}
     recipes: dict[Name, ProcedureSpec] = Field(

@@ -105,6 +105,36 @@ def check_values(schema: dict[str, Any], values: dict[str, Any]) -> list[tuple[s
     return out
 
 
+def check_caps(schema: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
+    """The engine's default size caps (:func:`registry.limits.check_tree`) on each value whose property in
+    ``schema`` declares no upper bound (``maximum``/``exclusiveMaximum``/``maxItems``/``maxLength``, an ``enum``
+    or a ``const``), as the build applies them: ``(dotted key, message)``."""
+    from .limits import SizeError, check_tree
+
+    props = schema.get("properties", {})
+    defs = schema.get("$defs", {})
+    out: list[tuple[str, str]] = []
+    for key, value in values.items():
+        if key in props and _declares_bound(props[key], defs):
+            continue
+        try:
+            check_tree(value, str(key))
+        except SizeError as exc:
+            out.append((exc.path, exc.detail))
+    return out
+
+
+def _declares_bound(s: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> bool:
+    if depth > 20:
+        return False
+    if "$ref" in s:
+        return _declares_bound(defs.get(s["$ref"].rsplit("/", 1)[-1], {}), defs, depth + 1)
+    if any(k in s for k in ("maximum", "exclusiveMaximum", "maxItems", "maxLength", "enum", "const")) or s.get("type") == "boolean":
+        return True
+    subs = s.get("anyOf") or s.get("oneOf") or s.get("allOf")
+    return bool(subs) and all(_declares_bound(x, defs, depth + 1) or x.get("type") == "null" for x in subs)
+
+
 def _show(value: Any) -> str:
     return repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
 

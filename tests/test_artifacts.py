@@ -92,4 +92,6 @@ def test_write_is_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "replace", spy)
     path = artifact_path(["atomic"], "json")
     cached_artifact(["atomic"], lambda: [1, 2, 3], "json")
-    assert len(seen) == 1 and seen[0][1] == path and seen[0][0].parent == path.parent and seen[0][2] > 0
+    # the content first, then its hash record: each from its own temp file of the same folder
+    assert [d for _, d, _ in seen] == [path, path.with_name(path.name + ".sha256")], seen
+    assert all(src.parent == path.parent and src != dst and size > 0 for src, dst, size in seen)

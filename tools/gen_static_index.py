@@ -5,8 +5,9 @@
   others, e.g. a plugin's top package): every callable the package registers with
   :mod:`registry.contract` (procedures, factories, metric checks, converters, transforms,
   benchmarks), keyed by each ``"module:attr"`` spelling that reaches it (the defining module and
-  the packages re-exporting it), with the JSON Schema of a procedure's ``Params`` and of a
-  factory's ``config`` model.
+  the packages re-exporting it), with the JSON Schema of a procedure's ``Params``, a
+  factory's ``config`` model, a metric check's ``check_params`` model and a transform's
+  ``transform_config`` model.
 * ``registry/library_names.json``: the public CamelCase names of transformers and diffusers at
   the installed versions (``model_class:`` is checked against them), and timm's registered
   architecture names (``timm.list_models()``; a timm role's ``model_name:`` is checked against them).
@@ -77,6 +78,12 @@ def package_index(package: str) -> dict[str, Any]:
                 entry["params"] = _schema(obj.Params)
             if "factory" in kinds:
                 entry["params"] = _schema(contract.factory_params(obj))
+            for kind, model_of in (("metric_check", contract.check_params_model), ("transform", contract.transform_params)):
+                if kind in kinds:
+                    try:
+                        entry["params"] = _schema(model_of(obj))
+                    except TypeError:  # a signature the engine cannot validate: refused at build time, no static schema
+                        pass
             targets[f"{m.__name__}:{attr}"] = entry
     return {"generated_by": "tools/gen_static_index.py", "package": package,
             "targets": dict(sorted(targets.items()))}

@@ -367,8 +367,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         raise ZooError("zoo metrics --plot: name one spec")
     report = []
     for n in names:
+        e = zoo.entry(n)
         s = zoo.spec(n)
-        spec_rows = rows(s)
+        spec_rows = rows(s, spec_file=e.path)  # only this file's measurements (path + sha256 of the resolved spec)
         if args.json:
             report.append({"spec": s.name, "metrics": [r.as_dict() for r in spec_rows]})
         else:
@@ -420,6 +421,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
     from registry.hardware import fits, offline
+    from registry.requirements import unmet
 
     versions = {}
     for pkg in ("zoo-icml2026", "torch", "transformers", "diffusers", "timm", "pydantic", "hypothesis", "safetensors"):
@@ -436,7 +438,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if s is None:  # changed on disk since it was indexed
             broken.append(e)
             continue
-        specs.append({"name": s.name, "runs_here": [v for v in s.variants if fits(s.hardware[v], m)[0]], "origin": e.origin})
+        needs = [u.needs for u in unmet(s)]  # an optional extra not installed: nothing of the spec runs here
+        specs.append({"name": s.name, "runs_here": [] if needs else [v for v in s.variants if fits(s.hardware[v], m)[0]],
+                      "needs": needs, "origin": e.origin})
     from registry.resolve import plugin_problems
 
     plugins = plugin_problems()
@@ -457,7 +461,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for line in _table([[k.ljust(10), v] for k, v in rows]):
         builtins.print(line)
     builtins.print("specs:")
-    rows = [[sp["name"], f"runs here: {', '.join(sp['runs_here']) or 'nothing'}", f"({sp['origin']})"] for sp in specs]
+    rows = [[sp["name"], f"needs: {', '.join(sp['needs'])}" if sp["needs"] else f"runs here: {', '.join(sp['runs_here']) or 'nothing'}",
+             f"({sp['origin']})"] for sp in specs]
     for line in _table(rows, "  ", ["ok" if sp["runs_here"] else "dim" for sp in specs]):
         builtins.print(line)
     for b in broken:

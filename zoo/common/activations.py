@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -59,9 +60,9 @@ class HashTokenizer:
 
 
 def tokenizer_for(model: Any, max_length: int = 128) -> Any:
-    """The model's tokenizer (``AutoTokenizer`` on its ``name_or_path``), or a HashTokenizer when
-    none is available locally (tiny test checkpoints). Never reaches the network by itself:
-    callers run with ``HF_HUB_OFFLINE=1``."""
+    """The model's tokenizer (``AutoTokenizer`` on its ``name_or_path``, through :func:`registry.hub.load_pretrained`:
+    an absolute folder or a hub id in the local cache, never remote code), or a HashTokenizer when none is
+    available locally (tiny test checkpoints) or when it would need code."""
     tok = getattr(model, "tokenizer", None)
     if tok is not None:
         return tok
@@ -70,7 +71,9 @@ def tokenizer_for(model: Any, max_length: int = 128) -> Any:
         try:
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(path)
+            from registry.hub import load_pretrained
+
+            tok = load_pretrained(AutoTokenizer, path)  # no remote code: the builder's roles are where consent lives
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token or tok.unk_token
             if tok.pad_token is not None and len(tok("a test")["input_ids"]) > 0:
@@ -226,10 +229,12 @@ class MiniLMEncoder(torch.nn.Module):
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
 
-        path = minilm_path()
-        self.model = AutoModel.from_pretrained(str(path))
+        from registry.hub import load_pretrained
+
+        path = Path(minilm_path()).resolve()
+        self.model = load_pretrained(AutoModel, path)
         self.model.eval()
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.tokenizer = load_pretrained(AutoTokenizer, path)
         self.path = str(path)
 
     def forward(self, **enc: Any) -> Any:

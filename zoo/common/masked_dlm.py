@@ -91,7 +91,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
 
 def find_tokenizer(*models: Any) -> Any:
     """The tokenizer attached by a zoo factory (``model.zoo_tokenizer``), else ``AutoTokenizer`` from the
-    first model's ``name_or_path`` (local files only: nothing is downloaded)."""
+    first model's ``name_or_path`` (:func:`registry.hub.load_pretrained`: local files only, never remote code;
+    a tokenizer that needs code is declared as a role with the spec's and the caller's consent)."""
     for m in models:
         tok = getattr(m, "zoo_tokenizer", None)
         if tok is not None:
@@ -103,7 +104,9 @@ def find_tokenizer(*models: Any) -> Any:
         if path:
             from transformers import AutoTokenizer
 
-            return AutoTokenizer.from_pretrained(path)
+            from registry.hub import load_pretrained
+
+            return load_pretrained(AutoTokenizer, path)  # no remote code: a tokenizer needing it is declared as a role
     raise ValueError("no tokenizer: pass input_ids, or use models that carry one")
 
 

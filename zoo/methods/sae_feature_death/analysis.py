@@ -200,38 +200,23 @@ class FeatureDeathReport(Procedure):
         return format_report(rep) + f"\nplot: {out}"
 
 
-def _stream_cache_path(encoder: Any, texts: list[str], modules: list[str], max_length: int, max_tokens: int) -> Path:
-    import hashlib
-
-    from registry.contract import cache_dir
-
-    ident = getattr(encoder, "path", None) or getattr(getattr(encoder, "config", None), "_name_or_path", "") or type(encoder).__name__
-    key = "\x00".join(texts) + f"|{ident}|{max_length}|{max_tokens}|" + ",".join(modules)
-    return cache_dir("sae-feature-death") / f"streams-{hashlib.sha256(key.encode()).hexdigest()[:24]}.safetensors"
-
-
 def cached_streams(encoder: Any, texts: list[str], modules: list[str], *, max_length: int = 128,
                    max_tokens: int | None = None, use_cache: bool = True, progress: bool = False) -> dict[str, torch.Tensor]:
-    """:func:`zoo.common.activations.collect_streams`, cached as safetensors under
-    ``$ZOO_CACHE_DIR/sae-feature-death`` keyed by texts, encoder, modules and token budget."""
-    import os
-
-    from safetensors.torch import load_file, save_file
-
+    """:func:`zoo.common.activations.collect_streams`, cached as an engine cache entry
+    (:func:`registry.artifacts.cached_artifact`: safetensors, content-hashed, written atomically under a
+    unique temp name) in the ``sae-feature-death`` namespace, keyed by texts, encoder, modules and token
+    budget. A file rewritten on disk is detected and the streams recomputed."""
+    from registry.contract import cached_artifact
     from zoo.common.activations import collect_streams
 
-    path = _stream_cache_path(encoder, texts, modules, max_length, max_tokens or -1)
-    if use_cache and path.exists():
-        return load_file(str(path))
-    acts = collect_streams(encoder, texts, modules, max_length=max_length, max_tokens=max_tokens, progress=progress)
-    if use_cache:
-        try:
-            tmp = path.with_suffix(".tmp")
-            save_file({k: v.contiguous() for k, v in acts.items()}, str(tmp))
-            os.replace(tmp, path)
-        except OSError:
-            pass
-    return acts
+    ident = getattr(encoder, "path", None) or getattr(getattr(encoder, "config", None), "_name_or_path", "") or type(encoder).__name__
+
+    def produce() -> dict[str, torch.Tensor]:
+        acts = collect_streams(encoder, texts, modules, max_length=max_length, max_tokens=max_tokens, progress=progress)
+        return {k: v.contiguous() for k, v in acts.items()}
+
+    key = ["streams", 2, str(ident), max_length, max_tokens or -1, list(modules), list(texts)]
+    return cached_artifact(key, produce, "safetensors", namespace="sae-feature-death", use_cache=use_cache)
 
 
 class StreamSurvey(Procedure):
