@@ -22,7 +22,7 @@ paper's star-graph numbers (FlexMDM 6.0 % vs LoFlexMDM 87.9 % exact match on sta
 
 The ``chain`` task (``toy-chain``, the order toy; :mod:`zoo.methods.loflexmdm.evaluation`): both methods for every
 training seed of ``--chain-seeds`` (0 = the shipped weights; the others trained with the same recipe on first use
-and cached, ≈ 4 min per model on a free core), validity with its error split (missing tokens only / conflicting
+and cached, 4.5-7 CPU minutes per model measured under load, idle not measured), validity with its error split (missing tokens only / conflicting
 tokens), φ's b_in by distance from the end, the exact-posterior (Bayes) references (linear schedule, planted leaf-first and
 root-first orders, each seed's learned φ) and the LoFlexMDM − FlexMDM gap per seed with mean ± sd over the seeds.
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="tasks to run, comma-separated: checksum and brackets (the control toys, where no order helps), chain (the order toy)")
     ap.add_argument("--chain-seeds", default="0,1,2",
                     help="training seeds of the chain-task comparison (0 = the shipped toy-chain weights; others are trained "
-                         "with the same recipe on first use, ~4 min per model on a free core, and cached); '' to skip the chain task")
+                         "with the same recipe on first use, 4.5-7 CPU min per model measured under load, and cached); '' to skip the chain task")
     ap.add_argument("--bayes-samples", type=int, default=1000, help="draws per exact-posterior (Bayes generator) row (chain task)")
     ap.add_argument("--fd-samples", type=int, default=4096,
                     help="draws per batch (12 batches) of the finite differences of the loss in phi's multipliers (chain task)")
