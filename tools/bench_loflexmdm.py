@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""LoFlexMDM vs FlexMDM on the two toy tasks (a thin wrapper: the benchmark is
+"""LoFlexMDM vs FlexMDM on the toy tasks (checksum, brackets, chain; a thin wrapper: the benchmark is
 ``zoo.methods.loflexmdm.benchmark``, also run by ``zoo bench loflexmdm [--quick]`` from an installed wheel). From a
 checkout it writes the PNG into docs/methods/ unless --png is given; ``--help`` lists the options."""
 from __future__ import annotations

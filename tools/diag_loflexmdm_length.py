@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Where a trained FlexMDM toy generator gets the length process wrong (docs/methods/loflexmdm.md, "Diagnosis").
+"""Where a trained FlexMDM toy generator gets the length process wrong (docs/methods/loflexmdm.NOTES.md, "Diagnosis").
 
 Samples ``--samples`` unconditional rows with the plain τ-leaping sampler from a spec variant's shipped weights and
 prints (1) the sampled length histogram next to the task's exact law, (2) per t bin and current length k, along

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Train the LoFlexMDM and FlexMDM toy checkpoints (``specs/loflexmdm.yaml`` and ``specs/flexmdm.yaml``,
-variants ``toy`` = the checksum task and ``toy-brackets``).
+variants ``toy`` = the checksum task, ``toy-brackets`` and ``toy-chain``, the order toy of issue 37).
 
 For each task of ``zoo.methods.loflexmdm.tasks`` and each method, a tiny DDiT generator (2 layers, d = 64) is
 trained from scratch on exact draws of the task law:
@@ -13,7 +13,7 @@ trained from scratch on exact draws of the task law:
 Time weighting: ``--time-weight hazard`` (the default, the paper's loss). ``--time-weight unit`` divides θ's
 per-sequence loss by the hazard shape ``a t^(a-1)/(1 - t^a)`` (``1/(1-t)`` at a = 1): every per-t minimiser of θ
 is unchanged and the gradients stay bounded, but the t → 1 signal is drowned, and the first toys trained that way
-left an insertion rate that does not vanish on finished rows (docs/methods/loflexmdm.md, "Diagnosis"). φ always
+left an insertion rate that does not vanish on finished rows (docs/methods/loflexmdm.NOTES.md, "Diagnosis"). φ always
 gets the paper's hazard-weighted loss (REINFORCE reward and target-hazard path; ``core.LossConfig``), and the
 gradient norm is clipped per parameter group. ``--length-conditioning`` (the default) adds the row-length embedding
 to θ's adaLN condition (``build_model``'s ``length_conditioning``; the 2-layer toy cannot count the parity of a row
@@ -40,13 +40,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zoo.common.training import add_check_argument, check_reproduces, save_checkpoint, setup_deterministic  # noqa: E402
-from zoo.methods.loflexmdm.core import LossConfig  # noqa: E402
-from zoo.methods.loflexmdm.model import build_model  # noqa: E402
-from zoo.methods.loflexmdm.tasks import TASKS, Task  # noqa: E402
-from zoo.methods.loflexmdm.training import train as train_model  # noqa: E402
-
-METHODS = {"loflexmdm": "kumaraswamy", "flexmdm": "linear"}
+from zoo.common.training import add_check_argument, check_reproduces, save_checkpoint  # noqa: E402
+from zoo.methods.loflexmdm.tasks import TASKS  # noqa: E402
+from zoo.methods.loflexmdm.training import METHODS, train_toy  # noqa: E402
 
 
 def name(method: str, task: str) -> str:
@@ -57,12 +53,9 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     written = {}
     for task_name in args.tasks:
         for method in args.methods:  # the seed depends on the names, so any subset reproduces the full run
-            g = setup_deterministic(args.seed + 100 * TASKS.index(task_name) + 10 * list(METHODS).index(method))
             t0 = time.time()
-            model = build_model(task=task_name, schedule=METHODS[method], insertion_head=args.insertion_head,
-                                length_conditioning=args.length_conditioning)
-            train_model(model, Task(task_name), args.steps, args.batch_size, args.lr, args.aux_lr, g,
-                        LossConfig(time_weight=args.time_weight), desc=f"{method}[{task_name}]")
+            model = train_toy(method, task_name, args.seed, args.steps, args.batch_size, args.lr, args.aux_lr, args.time_weight,
+                              args.insertion_head, args.length_conditioning)
             fname = name(method, task_name)
             written[fname] = out / fname
             h = save_checkpoint(model, written[fname], quiet=True)
@@ -72,21 +65,23 @@ def train(args: argparse.Namespace, out: Path) -> dict[str, Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=4800)
-    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=4800, help="optimizer steps per checkpoint")
+    ap.add_argument("--batch-size", type=int, default=128, help="exact draws of the task law per step")
     ap.add_argument("--lr", type=float, default=3e-3, help="generator learning rate (one-cycle peak)")
     ap.add_argument("--aux-lr", type=float, default=1e-3, help="aux network φ learning rate")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="training seed (data, noise and initial weights; 0 = the shipped checkpoints, the chain task's "
+                         "other seeds are the benchmark's --chain-seeds)")
     ap.add_argument("--time-weight", choices=["unit", "hazard"], default="hazard",
                     help="unit: per-sequence loss divided by the hazard shape (same minimiser, bounded gradients; "
-                         "the shipped toys); hazard: the paper's weighting")
+                         "the first toys); hazard: the paper's weighting (the default and the shipped toys)")
     ap.add_argument("--insertion-head", choices=["multiplier", "survival"], default="multiplier",
                     help="θ's insertion head (build_model's insertion_head): multiplier = the paper; survival = times (1 - t^a)^b_ref")
     ap.add_argument("--length-conditioning", action=argparse.BooleanOptionalAction, default=True,
                     help="build_model's length_conditioning (must match the spec's config; the shipped toys: on)")
-    ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
-    ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
-    ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights")
+    ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS), help="toy tasks to train (default: all)")
+    ap.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS), help="methods to train (default: both)")
+    ap.add_argument("--out", type=Path, default=ROOT / "specs" / "weights", help="folder for the safetensors files (default: specs/weights)")
     add_check_argument(ap)
     args = ap.parse_args()
     if args.check:

@@ -3,6 +3,7 @@ strict loading on a tiny random DDiT saved under the release's file name), the p
 the specs, finite φ gradients of the joint objective, the trained toy's learned schedule, and one-line errors."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -364,3 +365,240 @@ def test_length_conditioning_starts_as_the_plain_generator_and_reads_each_rows_o
             torch.testing.assert_close(alone[1], after[1][i:i + 1])
     with pytest.raises(ValueError, match="length_conditioning"):
         build_model(task="bracket-safe", schedule=schedule, vocab_size=16, length_conditioning=True)
+
+
+# --------------------------------------------------------------------------- the chain task (issue 37: an order to learn)
+def test_chain_task_is_determined_right_to_left_and_a_guess_left_to_right() -> None:
+    """Every sequence of the chain law is a root-to-leaf path: each token is the parent of its right neighbour (a
+    function of it), while every non-final token has exactly 2 possible right neighbours (left-to-right is a
+    guess) and only the last token determines the whole sequence. The sampler draws the exact law (chi-square over
+    the 20 paths, 20k draws, false-fail < 1e-4); `valid` rejects a token of another branch, a path cut at an inner
+    node, a reversed path and a path with its leaf moved."""
+    from zoo.methods.loflexmdm.tasks import CHAIN_TREE
+
+    task = Task("chain")
+    law = task.support()
+    assert len(law) == 20 and sum(law.values()) == pytest.approx(1.0)
+    assert {len(s) for s in law} == set(task.length_law()) == {3, 4, 5, 6}
+    children: dict[str, set[str]] = {}
+    for s in law:
+        assert task.valid(s) and CHAIN_TREE.parent[s[0]] is None
+        for left, right in zip(s, s[1:]):
+            assert CHAIN_TREE.parent[right] == left
+            children.setdefault(left, set()).add(right)
+    assert all(len(c) == 2 for c in children.values())  # branching 2 at every inner node
+    # only the leaf determines the sequence: every proper prefix is shared by >= 2 paths
+    for s in law:
+        for i in range(1, len(s)):
+            assert sum(p.startswith(s[:i]) for p in law) >= 2
+    g = torch.Generator().manual_seed(0)
+    draws = task.sample_texts(20_000, g)
+    counts = torch.tensor([draws.count(s) for s in law], dtype=torch.float64)
+    expected = torch.tensor(list(law.values()), dtype=torch.float64) * len(draws)
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 49.0  # chi-square with 19 d.o.f.: P(> 49) ≈ 1.7e-4
+    deep = max(law, key=len)
+    other = next(c for c in children[deep[-2]] if c != deep[-1])
+    assert task.valid(deep[:-1] + other)  # the sibling leaf is fine ...
+    sibling_inner = next(s for s in law if len(s) == len(deep) and s[1] != deep[1])
+    assert not task.valid(deep[:2] + sibling_inner[2:])  # ... a token of another branch is not
+    assert not task.valid(deep[:-1]) and not task.valid(deep[::-1]) and not task.valid(deep[:-2] + deep[-1])
+
+
+def test_chain_error_split_separates_missing_from_conflicting_tokens() -> None:
+    from zoo.methods.loflexmdm.metrics import chain_error_split
+
+    task = Task("chain")
+    deep = max(task.support(), key=len)
+    other = next(s for s in task.support() if len(s) == len(deep) and s[1] != deep[1])
+    texts = [deep, deep[:2] + deep[3:], deep[:-1], deep[:2] + other[2:], deep + deep[-1], ""]
+    split = chain_error_split(texts, task)
+    # valid: 1; missing only: the gapped path, the cut path, the empty row; conflict: the mixed branches, the extra token
+    assert split == {"missing_only": pytest.approx(3 / 6), "conflict": pytest.approx(2 / 6)}
+
+
+class _StubPhi(torch.nn.Module):
+    """A model with a planted φ: b_in = high at the last token and at the floor elsewhere (or the mirror)."""
+
+    def __init__(self, leaf_first: bool) -> None:
+        super().__init__()
+        self.a, self.leaf_first = 1.0, leaf_first
+        self.zoo_task, self.zoo_tokenizer = "chain", Task("chain").tokenizer()
+
+    def aux_rates(self, z1: torch.Tensor, valid: torch.Tensor):
+        n_tok = valid.sum(1, keepdim=True) - 1
+        pos = torch.arange(z1.shape[1])[None]
+        hot = pos == (n_tok - 1 if self.leaf_first else 0)
+        b = torch.where(hot, 5.0, 1.01) + 0.01 * pos * (1 if self.leaf_first else -1)  # ranks: distinct b per position
+        b = b.expand(z1.shape).clone()
+        return b, torch.ones_like(b)
+
+
+def test_chain_schedule_reports_the_leaf_and_the_distance_order() -> None:
+    """`chain_schedule` (the issue's "φ's insertion times by position"): a planted leaf-first φ gives ratio
+    (determined / leaf) < 1, the leaf's mean insertion time 1/(1 + b) = 1/6 at distance 0 and a negative Spearman
+    with the distance from the end; the mirror (first token early) gives ratio > 1, a positive Spearman and the high
+    multiplier at position 0 of ``by_position``, so a report that read positions from the wrong end, or the ratio
+    upside down, fails."""
+    from zoo.methods.loflexmdm.metrics import chain_schedule
+
+    good, mirror = chain_schedule(_StubPhi(True), 256), chain_schedule(_StubPhi(False), 256)
+    assert good["ratio"] < 0.3 and good["by_distance"][0] == pytest.approx(5.0, abs=0.06)
+    assert good["mean_time_by_distance"][0] == pytest.approx(1 / (1 + good["by_distance"][0]), rel=1e-5)
+    assert good["spearman"] < -0.3 and mirror["spearman"] > 0.3 and mirror["ratio"] > 1.0
+    # by position from the root: the mirror's root (position 0) is the hot one, the leaf-first root sits at the floor
+    assert mirror["root"] == mirror["by_position"][0] == pytest.approx(5.0) and good["root"] == pytest.approx(1.01)
+
+
+def _forward_rows(task: Task, sched: dict[str, list[float]], t: float, n: int, seed: int = 0):
+    """``n`` noised rows of the training forward process (``core.noise``) at time ``t`` under ``sched``, grouped by
+    row: ``{tokens: (count, clean-token counts per slot [k, V], Σ gap sums [k + 1], Σ squared gap sums)}``, the gap
+    sums being the multipliers of the dropped positions per gap (float32, as in training)."""
+    from zoo.common import varlen
+    from zoo.methods.loflexmdm.core import noise
+
+    tok = task.tokenizer()
+    g = torch.Generator().manual_seed(seed)
+    texts = task.sample_texts(n, g)
+    z1, fixed, valid = task.encode_latents(texts, tok)
+    b = torch.ones(z1.shape)
+    for i, s in enumerate(texts):
+        b[i, : len(s)] = torch.tensor(sched[s])
+    nz = noise(z1, fixed, valid, torch.full((n,), t), 1.0, b, torch.ones_like(b), tok.mask_token_id, tok.pad_token_id, g)
+    rows = nz.rows
+    width = z1.shape[1]
+    toks = torch.full((n, width), -1, dtype=torch.long)
+    toks[:, : rows.tokens.shape[1]] = torch.where(rows.attention_mask, rows.tokens, -1)
+    keys, inv, counts = torch.unique(toks, dim=0, return_inverse=True, return_counts=True)
+    clean = torch.gather(z1, 1, rows.positions.clamp_min(0))  # [n, L]: the clean token under each slot
+    onehot = torch.nn.functional.one_hot(clean, tok.vocab_size).double() * rows.attention_mask[..., None]
+    tok_counts = torch.zeros(len(keys), *onehot.shape[1:], dtype=torch.float64).index_add_(0, inv, onehot)
+    gaps = varlen.gap_sums(b * (valid & ~fixed) * ~nz.present, nz.present, rows).double()
+    gsum = torch.zeros(len(keys), gaps.shape[1], dtype=torch.float64).index_add_(0, inv, gaps)
+    gsq = torch.zeros(len(keys), gaps.shape[1], dtype=torch.float64).index_add_(0, inv, gaps ** 2)
+    out = {}
+    for i, key in enumerate(keys.tolist()):
+        k = sum(x >= 0 for x in key) - 1  # slots before <eos>
+        out[tuple(key[:k])] = (int(counts[i]), tok_counts[i, :k], gsum[i, : k + 1], gsq[i, : k + 1])
+    return out
+
+
+def test_exact_posterior_matches_the_forward_process() -> None:
+    """`ExactPosteriorModel` (the chain ceilings' generator): on the 10 most frequent noised rows of 20k draws of the
+    training forward process (`core.noise`, a planted increasing schedule b_in = 1.01 + 2i, t = 0.35) its token law
+    of every masked slot and its expected dropped-multiplier sum of every gap agree with the Monte Carlo frequencies:
+    max |z| < 5 over the token cells with >= 5 expected counts (the rarer cells of a slot pooled into one
+    Poisson count) and every gap (SE from the model's second moment; measured 2.4-3.6 for data seeds 0-7). Negative
+    controls: the posterior of the *linear* schedule (a model blind to the per-position b) and of the *mirrored*
+    schedule (the same multipliers, right to left) on the same rows miss by |z| > 20 (measured ≥ 50 / ≥ 80 on the
+    token cells and the gaps alone), so an oracle that ignored the per-position drop probabilities, read the
+    positions from the wrong end or mis-kept the gaps fails."""
+    from zoo.methods.loflexmdm.oracle import ExactPosteriorModel
+
+    task = Task("chain")
+    law = task.support()
+    planted = {s: [1.01 + 2.0 * i for i in range(len(s))] for s in law}
+    rows = _forward_rows(task, planted, 0.35, 20_000)
+    top = sorted(rows.items(), key=lambda kv: -kv[1][0])[:10]
+
+    def worst(model: ExactPosteriorModel) -> float:
+        z = 0.0
+        for key, (c, tok_counts, gsum, gsq) in top:
+            p, gap, ok, gap_sq = model.posterior(list(key), 0.35, second_moment=True)
+            assert ok
+            big = c * p >= 5
+            zt = (tok_counts - c * p).abs() / (c * p * (1 - p)).clamp_min(1e-12).sqrt()
+            z = max(z, float(zt[big].max()) if bool(big.any()) else 0.0)
+            rare_obs, rare_exp = (tok_counts * ~big).sum(-1), (c * p * ~big).sum(-1)  # per slot, pooled
+            z = max(z, float(((rare_obs - rare_exp).abs() / (rare_exp + 1.0).sqrt()).max()) if key else 0.0)
+            se_gap = ((gap_sq - gap**2).clamp_min(0) / c).sqrt()  # the model's own variance of the gap sums
+            diff = (gsum / c - gap).abs()
+            zg = torch.where(se_gap > 0, diff / se_gap.clamp_min(1e-12), (diff > 1e-4) * 1e6)  # no variance: equal up to float32
+            z = max(z, float(zg.max()))
+        return z
+
+    assert worst(ExactPosteriorModel(law, task.tokenizer(), planted)) < 5.0
+    assert worst(ExactPosteriorModel(law, task.tokenizer(), None)) > 20.0
+    assert worst(ExactPosteriorModel(law, task.tokenizer(), {s: b[::-1] for s, b in planted.items()})) > 20.0
+
+
+def test_exact_posterior_rows_no_sequence_explains_get_no_insertions() -> None:
+    from zoo.methods.loflexmdm.oracle import ExactPosteriorModel
+
+    task = Task("chain")
+    tok = task.tokenizer()
+    m = ExactPosteriorModel(task.support(), tok)
+    deep = max(task.support(), key=len)
+    p, gaps, ok = m.posterior(tok.encode_raw(deep[::-1][:3]), 0.5)  # leaf before its ancestors: unreachable
+    assert not ok and float(gaps.abs().sum()) == 0.0 and torch.allclose(p.sum(-1), torch.ones(3, dtype=torch.float64))
+    p, gaps, ok = m.posterior([], 0.2)  # the empty row: P(z | empty) ∝ P(z) (1 - t)^L, all of z's multipliers in the one gap
+    law = task.support()
+    want = sum(len(s) * w * 0.8 ** len(s) for s, w in law.items()) / sum(w * 0.8 ** len(s) for s, w in law.items())
+    assert ok and float(gaps[0]) == pytest.approx(want, rel=1e-6)  # t reaches the model as float32
+
+
+@pytest.mark.slow
+def test_exact_posterior_sampler_draws_the_chain_law_at_many_steps() -> None:
+    """The τ-leaping sampler driven by the exact posterior (linear schedule) is exact up to its time grid: at 256
+    steps 500 draws are valid ≥ 0.9 of the time (measured 0.95), at 8 steps far less (measured 0.30: the grid,
+    not the generator, is what limits few-step validity on this task). Negative control: the same generator with
+    every gap's insertion rate halved gives < 0.7 at 256 steps (measured 0.5)."""
+    from zoo.methods.loflexmdm.metrics import bayes_validity
+
+    task = Task("chain")
+    many = bayes_validity(task, None, 500, SamplerConfig(max_steps=256))
+    few = bayes_validity(task, None, 500, SamplerConfig(max_steps=8))
+    assert many["validity"] >= 0.9 and few["validity"] < 0.5
+    half = {s: [0.5] * len(s) for s in task.support()}  # posterior of a slower schedule: too few insertions at t -> 1
+    assert bayes_validity(task, half, 500, SamplerConfig(max_steps=256))["validity"] < 0.7
+
+
+def test_make_model_init_seed_and_train_toy_seeding() -> None:
+    """`build_model` is `make_model(init_seed=0)` (the shipped checkpoints' initialisation); other init seeds give
+    other weights. `train_toy` is deterministic per (method, task, seed) and differs across seeds."""
+    from zoo.methods.loflexmdm.model import make_model
+    from zoo.methods.loflexmdm.training import train_toy
+
+    a, b, c = build_model(task="chain"), make_model(init_seed=0, task="chain"), make_model(init_seed=1, task="chain")
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values()))
+    runs = [train_toy("flexmdm", "chain", s, steps=3, batch_size=8) for s in (0, 0, 1)]
+    sd = [r.state_dict() for r in runs]
+    assert all(torch.equal(sd[0][k], sd[1][k]) for k in sd[0])
+    assert not all(torch.equal(sd[0][k], sd[2][k]) for k in sd[0])
+    with pytest.raises(ValueError, match="method"):
+        train_toy("mdm", "chain", 0, steps=1)
+
+
+def test_trained_chain_toys_learn_the_tree() -> None:
+    """The shipped chain generators (training seed 0) have learned the forest: at 64 steps (plain sampler, 256 draws)
+    most samples are valid root-to-leaf paths (measured 0.80 LoFlexMDM / 0.82 FlexMDM) where the same architecture
+    at random init draws none, and their conflicting samples are a small share (measured 0.13 / 0.11 vs 0.94)."""
+    cfg = SamplerConfig(max_steps=64)
+    for spec, schedule in (("flexmdm", "linear"), ("loflexmdm", "kumaraswamy")):
+        trained = evaluate(zoo.load(spec, variant="toy-chain").models["model"], 256, cfg)
+        random = evaluate(build_model(task="chain", schedule=schedule, length_conditioning=True), 256, cfg)
+        assert trained["validity"] > 0.6 and random["validity"] < 0.05, spec
+        assert trained["conflict"] < 0.25 < random["conflict"], spec
+
+
+def test_chain_gap_summary_pairs_by_training_seed_and_uses_the_seed_spread() -> None:
+    """`evaluation.gap_summary` (the bench's LoFlexMDM − FlexMDM line): per-seed gaps pair rows by ``train_seed``
+    (rows given out of order), the SE of the difference comes from both arms' training-seed spread
+    (sqrt((sd_a² + sd_b²)/n), not the binomial SE), and ``separated`` only when every seed of one arm beats every
+    seed of the other. A summary that paired rows by position, or used the sampling SE, fails."""
+    from zoo.methods.loflexmdm.evaluation import gap_summary
+
+    def row(method: str, seed: int, v: float) -> dict:
+        return {"method": method, "steps": 16, "train_seed": seed, "validity": v, "validity_se": 0.01}
+
+    a, b = "LoFlexMDM plain", "FlexMDM plain"
+    rows = [row(a, 2, 0.54), row(b, 0, 0.45), row(a, 0, 0.50), row(b, 2, 0.49), row(a, 1, 0.52), row(b, 1, 0.47)]
+    (g,) = gap_summary(rows, [0, 1, 2])
+    assert [p["gap"] for p in g["per_seed"]] == pytest.approx([0.05, 0.05, 0.05])
+    assert g["gap_mean"] == pytest.approx(0.05) and g["a_sd"] == pytest.approx(0.02) and g["b_sd"] == pytest.approx(0.02)
+    assert g["gap_se_seeds"] == pytest.approx(math.sqrt((0.02**2 + 0.02**2) / 3))
+    assert g["separated"] and g["sampling_se"] == pytest.approx(math.hypot(0.01, 0.01))
+    rows[3]["validity"] = 0.51  # FlexMDM seed 2 above LoFlexMDM seed 0: the arms overlap
+    (g,) = gap_summary(rows, [0, 1, 2])
+    assert not g["separated"] and g["gap_min"] == pytest.approx(0.03)

@@ -20,8 +20,14 @@ and the checksum accuracy given a well-formed sample. Then φ's learned insertio
 type (checksum vs free digits; the paper's claim: the determined token is inserted late = smaller b_in), with the
 paper's star-graph numbers (FlexMDM 6.0 % vs LoFlexMDM 87.9 % exact match on star_hard) beside for context.
 
-    zoo bench loflexmdm                      # 2000 samples per row
-    zoo bench loflexmdm --quick              # 256 samples, steps 8 and 16
+The ``chain`` task (``toy-chain``, the order toy; :mod:`zoo.methods.loflexmdm.evaluation`): both methods for every
+training seed of ``--chain-seeds`` (0 = the shipped weights; the others trained with the same recipe on first use
+and cached, 4.5-7 CPU minutes per model measured under load, idle not measured), validity with its error split (missing tokens only / conflicting
+tokens), φ's b_in by distance from the end, the exact-posterior (Bayes) references (linear schedule, planted leaf-first and
+root-first orders, each seed's learned φ) and the LoFlexMDM − FlexMDM gap per seed with mean ± sd over the seeds.
+
+    zoo bench loflexmdm                      # 2000 samples per row, chain seeds 0,1,2
+    zoo bench loflexmdm --quick              # 256 samples, steps 8 and 16, chain seed 0
     python tools/bench_loflexmdm.py [opts]   # the same from a checkout, PNG into docs/methods/
 """
 from __future__ import annotations
@@ -34,7 +40,7 @@ from pathlib import Path
 from registry.contract import benchmark
 from zoo.common.bench_output import parse_with_quick
 
-QUICK = {"samples": 256, "steps": "8,16", "tv_steps": ""}
+QUICK = {"samples": 256, "steps": "8,16", "tv_steps": "", "chain_seeds": "0", "bayes_samples": 256, "fd_samples": 512}
 PAPER_STAR_HARD = {"FlexMDM": 6.0, "LoFlexMDM": 87.9}
 VARIANTS = {"checksum": "toy", "brackets": "toy-brackets"}
 ORACLE = "oracle rates (linear schedule)"
@@ -51,6 +57,35 @@ def print_table(res: dict) -> str:
     return "\n".join(lines)
 
 
+def print_chain(ch: dict) -> str:
+    """The chain-task tables: rows per seed, ceilings, φ by distance, gap summary."""
+    lines = [f"| {'method':<34} | {'seed':>4} | {'steps':>5} | {'valid':>13} | {'missing':>7} | {'conflict':>8} | {'len TV':>6} |",
+             "|" + "|".join("-" * n for n in (36, 6, 7, 15, 9, 10, 8)) + "|"]
+    for r in ch["rows"] + ch["ceilings"]:
+        seed = str(r.get("train_seed", "-"))
+        lines.append(f"| {r['method']:<34} | {seed:>4} | {r['steps']:>5} | {r['validity']:.3f}±{r['validity_se']:.3f} | "
+                     f"{r['missing_only']:7.3f} | {r['conflict']:8.3f} | {r['length_tv']:6.3f} |")
+    lines.append("\nphi's b_in on the chain task by distance from the end (0 = the leaf; 2048 draws), ratio determined/leaf "
+                 "(< 1 = determined tokens inserted later, the claim), Spearman(b_in, distance) (claim < 0):")
+    for s, sch in ch["schedules"].items():
+        by = " ".join(f"{v:.3f}" for v in sch["by_distance"])
+        lines.append(f"  seed {s}: b_in {by}; mean T_in {' '.join(f'{v:.3f}' for v in sch['mean_time_by_distance'])}; "
+                     f"ratio {sch['ratio']:.3f}; Spearman {sch['spearman']:.3f}; by position from the root "
+                     f"{' '.join(f'{v:.3f}' for v in sch['by_position'])}")
+        fd = sch.get("reward_fd")
+        if fd:
+            lines.append(f"    loss {fd['loss']:.3f}; b_in + {fd['delta']} at the leaf: {fd['d_leaf']:+.4f} ± {fd['se_leaf']:.4f}, at every "
+                         f"determined token: {fd['d_determined']:+.4f} ± {fd['se_determined']:.4f} "
+                         f"({fd['d_determined_per_token']:+.4f} ± {fd['se_determined_per_token']:.4f} per token)")
+    lines.append("\nLoFlexMDM plain - FlexMDM plain validity, per training seed (± sampling SE) and over the seeds:")
+    for g in ch["gaps"]:
+        per = ", ".join(f"seed {p['train_seed']}: {p['gap']:+.3f}±{p['se']:.3f}" for p in g["per_seed"])
+        lines.append(f"  {g['steps']:>3} steps: LoFlexMDM {g['a_mean']:.3f} ± {g['a_sd']:.3f}, FlexMDM {g['b_mean']:.3f} ± {g['b_sd']:.3f} "
+                     f"(mean ± sd over seeds); difference {g['gap_mean']:+.3f} ± {g['gap_se_seeds']:.3f} (SE from the seed spread)"
+                     f"{', every seed apart' if g['separated'] else ''}; per seed {per} (range [{g['gap_min']:+.3f}, {g['gap_max']:+.3f}])")
+    return "\n".join(lines)
+
+
 def plot(res: dict, path: Path) -> Path:
     import matplotlib
 
@@ -58,17 +93,39 @@ def plot(res: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    controls = "checksum" in res["schedule"] and "brackets" in res["schedule"]
+    if controls:
+        fig, grid = plt.subplots(2, 3, figsize=(18, 8.4))
+        axes = list(grid.flatten())
+        _plot_controls(res, axes, np)
+    else:  # the chain task alone (--tasks chain): its two panels
+        fig, grid = plt.subplots(1, 2, figsize=(12, 4.4))
+        axes = [None] * 4 + list(grid)
+    _plot_chain(res.get("chain"), axes)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _multiplier_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """A φ-multiplier panel's FlexMDM reference line (b = 1), labels and legend."""
+    ax.axhline(1.0, color="grey", ls=":", lw=1, label="FlexMDM (b = 1)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+
+
+def _plot_controls(res: dict, axes, np) -> None:
+    """Panels 0-3: the checksum and brackets toys (the control tasks)."""
     sch = res["schedule"]["checksum"]
     ax = axes[0]
     for i, (L, vals) in enumerate(sorted(sch["by_length"].items())):
         ax.plot(range(1, L + 1), vals, marker="o", label=f"length {L}", color=f"C{i}")
         ax.scatter([L], [vals[-1]], s=120, facecolors="none", edgecolors="k")
-    ax.axhline(1.0, color="grey", ls=":", lw=1, label="FlexMDM (b = 1)")
-    ax.set_xlabel("position (last = checksum, circled; second-last = '=')")
-    ax.set_ylabel("learned b_in (phi)")
-    ax.set_title("checksum task: phi's insertion multipliers")
-    ax.legend(fontsize=7)
+    _multiplier_axes(ax, "position (last = checksum, circled; second-last = '=')", "learned b_in (phi)",
+                     "checksum task: phi's insertion multipliers")
     ax = axes[1]
     t = np.linspace(0, 1, 200)
     for label, b, c in (("checksum", sch["checksum"], "C3"), ("free digits", sch["free"], "C0"), ("separator", sch["separator"], "C2")):
@@ -97,10 +154,32 @@ def plot(res: dict, path: Path) -> Path:
     ax.set_ylabel("length TV to the exact law")
     ax.set_title("length fidelity vs steps (oracle = exact rates)")
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+
+
+def _plot_chain(ch: dict | None, axes) -> None:
+    """Panels 4-5: the chain task (φ by distance from the end; validity of every seed vs the Bayes ceilings)."""
+    if ch:
+        ax = axes[4]
+        for s, sc in ch["schedules"].items():
+            ax.plot(range(len(sc["by_distance"])), sc["by_distance"], marker="o", label=f"seed {s} (ratio {sc['ratio']:.2f})")
+        _multiplier_axes(ax, "distance from the end (0 = leaf, the free token)", "mean learned b_in (phi)",
+                         "chain task: phi's insertion multipliers (claim: leaf highest)")
+        ax = axes[5]
+        for j, method in enumerate(("FlexMDM plain", "LoFlexMDM plain")):
+            for s in ch["seeds"]:
+                pts = sorted((r["steps"], r["validity"]) for r in ch["rows"] if r["method"] == method and r["train_seed"] == s)
+                ax.plot(*zip(*pts), marker="o", color=f"C{j}", alpha=0.7, label=method if s == ch["seeds"][0] else None)
+        for j, label in enumerate(sorted({r["method"] for r in ch["ceilings"] if "learned" not in r["method"]})):
+            pts = sorted((r["steps"], r["validity"]) for r in ch["ceilings"] if r["method"] == label)
+            ax.plot(*zip(*pts), ls="--", marker="x", color=f"C{j + 2}", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tau-leaping steps")
+        ax.set_ylabel("validity")
+        ax.set_title("chain task: trained (every seed) vs the Bayes generator")
+        ax.legend(fontsize=6)
+    else:
+        axes[4].axis("off")
+        axes[5].axis("off")
 
 
 @benchmark
@@ -110,6 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--samples", type=int, default=2000, help="unconditional samples per row (one generator, seeded)")
     ap.add_argument("--steps", default="8,16,32,64", help="tau-leaping step budgets, comma-separated")
     ap.add_argument("--tv-steps", default="1024", help="extra step budgets for the plain and oracle rows (length-TV bar); '' for none")
+    ap.add_argument("--tasks", default="checksum,brackets,chain",
+                    help="tasks to run, comma-separated: checksum and brackets (the control toys, where no order helps), chain (the order toy)")
+    ap.add_argument("--chain-seeds", default="0,1,2",
+                    help="training seeds of the chain-task comparison (0 = the shipped toy-chain weights; others are trained "
+                         "with the same recipe on first use, 4.5-7 CPU min per model measured under load, and cached); '' to skip the chain task")
+    ap.add_argument("--bayes-samples", type=int, default=1000, help="draws per exact-posterior (Bayes generator) row (chain task)")
+    ap.add_argument("--fd-samples", type=int, default=4096,
+                    help="draws per batch (12 batches) of the finite differences of the loss in phi's multipliers (chain task)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
     ap.add_argument("--png", type=Path, default=Path("loflexmdm-bench.png"), help="PNG output path")
@@ -122,12 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     from .metrics import evaluate, learned_schedule, oracle_length_tv
     from .sampler import SamplerConfig
 
+    tasks = [x.strip() for x in args.tasks.split(",") if x.strip()]
+    unknown = sorted(set(tasks) - {*VARIANTS, "chain"})
+    if unknown or not tasks:
+        ap.error(f"--tasks: expected a comma-separated subset of checksum,brackets,chain, got {args.tasks!r}")
     torch.set_num_threads(1)
     t0 = time.time()
     steps = [int(s) for s in args.steps.split(",") if s]
     tv_steps = [int(s) for s in args.tv_steps.split(",") if s]
     res: dict = {"samples": args.samples, "seed": args.seed, "rows": [], "schedule": {}}
     for task, variant in VARIANTS.items():
+        if task not in tasks:
+            continue
         models = {spec: zoo.load(spec, variant=variant, device="cpu").models["model"] for spec in ("flexmdm", "loflexmdm")}
         res["schedule"][task] = learned_schedule(models["loflexmdm"], 2048, args.seed)
         for label, model, kw in (("FlexMDM plain", models["flexmdm"], dict(confidence=None, top_p=1.0)),
@@ -140,15 +233,25 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {task} {label} {n_steps}: validity {r['validity']:.3f} TV {r['length_tv']:.3f}", file=sys.stderr)
         for n_steps in steps + tv_steps:
             res["rows"].append({"task": task, "method": ORACLE, "steps": n_steps, "length_tv": oracle_length_tv(task, n_steps, args.samples, args.seed)})
+    chain_seeds = [int(x) for x in args.chain_seeds.split(",") if x.strip()]
+    if chain_seeds and "chain" in tasks:
+        from .evaluation import chain_comparison
+
+        res["chain"] = chain_comparison(chain_seeds, args.samples, steps, args.bayes_samples, args.seed, fd_samples=args.fd_samples)
     res["seconds"] = time.time() - t0
-    sch = res["schedule"]["checksum"]
-    text = [f"\nLoFlexMDM vs FlexMDM, {args.samples} unconditional samples per row (seed {args.seed}; one CPU thread, torch {torch.__version__})",
-            print_table(res),
-            f"\nphi's learned insertion multiplier b_in on the checksum task (2048 exact draws): checksum {sch['checksum']:.3f}, "
-            f"free digits {sch['free']:.3f}, separator {sch['separator']:.3f}; ratio checksum/free {sch['ratio']:.3f}; "
-            f"Spearman(b_in, is-checksum) {sch['spearman']:.3f} (paper claim: < 0, the checksum is inserted last; FlexMDM: all 1)",
-            f"paper, star_hard exact match (the order-learning claim this toy mirrors): FlexMDM {PAPER_STAR_HARD['FlexMDM']} % vs "
-            f"LoFlexMDM {PAPER_STAR_HARD['LoFlexMDM']} %"]
+    text = [f"\nLoFlexMDM vs FlexMDM, {args.samples} unconditional samples per row (seed {args.seed}; one CPU thread, torch {torch.__version__})"]
+    if res["rows"]:
+        text.append(print_table(res))
+    if "checksum" in res["schedule"]:
+        sch = res["schedule"]["checksum"]
+        text += [f"\nphi's learned insertion multiplier b_in on the checksum task (2048 exact draws): checksum {sch['checksum']:.3f}, "
+                 f"free digits {sch['free']:.3f}, separator {sch['separator']:.3f}; ratio checksum/free {sch['ratio']:.3f}; "
+                 f"Spearman(b_in, is-checksum) {sch['spearman']:.3f} (paper claim: < 0, the checksum is inserted last; FlexMDM: all 1)",
+                 f"paper, star_hard exact match (the order-learning claim these toys mirror): FlexMDM {PAPER_STAR_HARD['FlexMDM']} % vs "
+                 f"LoFlexMDM {PAPER_STAR_HARD['LoFlexMDM']} %"]
+    if "chain" in res:
+        text += [f"\nchain task (toy-chain: the leaf determines every token, left-to-right is a guess), {args.samples} draws per row, "
+                 f"ceilings {args.bayes_samples}; training seeds {res['chain']['seeds']}", print_chain(res["chain"])]
     from zoo.common.bench_output import write_outputs
 
     write_outputs(res, "\n".join(text), plot, str(args.png.parent), args.png.name, str(args.json) if args.json else None)

@@ -27,7 +27,7 @@ from registry.contract import FactoryParams, converter, factory
 
 from .tasks import Task
 
-__all__ = ["DDiT", "LoFlexMDMModel", "build_model", "from_upstream", "to_upstream"]
+__all__ = ["DDiT", "LoFlexMDMModel", "build_model", "from_upstream", "make_model", "to_upstream"]
 
 
 def _rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -192,7 +192,7 @@ class LoFlexMDMModel(nn.Module):
         itself). The loss, the sampler and every per-t minimiser are unchanged (``r_θ = target / S(t)`` is
         representable for ``S > 0``). The bound holds for a given clean sequence, not given the noised row: a row
         that is missing a token with certainty (an odd-length bracket row, a checksum row shorter than 5) keeps
-        ``E[target | x_t] >= 1`` as t → 1 and needs an unbounded ``r_θ ≈ 1/(1 - t)``. Measured (card, "Diagnosis"):
+        ``E[target | x_t] >= 1`` as t → 1 and needs an unbounded ``r_θ ≈ 1/(1 - t)``. Measured (docs/methods/loflexmdm.NOTES.md, "Diagnosis"):
         length TV at 1024 steps better on the checksum toy (FlexMDM 0.051 → 0.022) and worse on brackets (0.079 →
         0.094), so no shipped variant uses it."""
         return torch.exp(self.survival_b * torch.log1p(-(t.to(torch.float32) ** self.a)))
@@ -229,7 +229,7 @@ SIZES = {
 class ModelConfig(FactoryParams):
     """``config`` of :func:`build_model`."""
 
-    task: Literal["checksum", "brackets", "bracket-safe"] = Field(
+    task: Literal["checksum", "brackets", "chain", "bracket-safe"] = Field(
         "checksum", description="toy task (its tokenizer), or bracket-safe (the paper's molecules: pass vocab_size; no tokenizer offline)")
     vocab_size: int | None = Field(None, ge=8, le=1_000_000, description="bracket-safe only: the SAFE tokenizer's vocabulary size")
     scalar_fn: Literal["softplus", "exp"] = Field("softplus", description="rate head: softplus(s)(max-min)+min, or exp(s)+min (SAFE configs)")
@@ -252,7 +252,18 @@ def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float 
                 scalar_fn: str = "softplus", insertion_head: str = "multiplier", length_conditioning: bool = False) -> LoFlexMDMModel:
     """A random-init LoFlexMDM (``schedule: kumaraswamy``) or FlexMDM (``linear``) model over a toy task's
     tokenizer (weights come from the spec); carries ``zoo_tokenizer`` and ``zoo_task``. ``task: bracket-safe``
-    builds the paper-sized model without a tokenizer (specials assumed at ids 0-3)."""
+    builds the paper-sized model without a tokenizer (specials assumed at ids 0-3). The initial weights are
+    those of :func:`make_model` with ``init_seed = 0``."""
+    return make_model(task=task, schedule=schedule, a=a, fix_b_um=fix_b_um, size=size, min_rate_phi=min_rate_phi, max_rate=max_rate,
+                      vocab_size=vocab_size, scalar_fn=scalar_fn, insertion_head=insertion_head, length_conditioning=length_conditioning)
+
+
+def make_model(*, init_seed: int = 0, task: str = "checksum", schedule: str = "kumaraswamy", a: float = 1.0,
+               fix_b_um: float | None = 1.0, size: str = "toy", min_rate_phi: float = 1.01, max_rate: float = 100.0,
+               vocab_size: int | None = None, scalar_fn: str = "softplus", insertion_head: str = "multiplier",
+               length_conditioning: bool = False) -> LoFlexMDMModel:
+    """:func:`build_model` with its random initialisation drawn from ``torch.manual_seed(init_seed)`` (training
+    seeds other than 0 start from other weights; the global RNG is left seeded with ``init_seed``)."""
     gen, aux = SIZES[size]
     if schedule == "linear":
         a, fix_b_um, aux = 1.0, 1.0, None
@@ -268,7 +279,7 @@ def build_model(task: str = "checksum", schedule: str = "kumaraswamy", a: float 
         vocab_size = tok.vocab_size
         specials = (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.mask_token_id)
         max_length = t.latent_len
-    torch.manual_seed(0)
+    torch.manual_seed(init_seed)
     model = LoFlexMDMModel(vocab_size, specials, schedule, a, fix_b_um, dict(gen), dict(aux) if aux else None,
                            min_rate_phi, max_rate, scalar_fn, insertion_head, max_length if length_conditioning else 0).eval()
     model.zoo_tokenizer = tok

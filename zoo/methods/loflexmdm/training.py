@@ -1,17 +1,42 @@
 """Joint θ/φ training of the toy models (Alg. 1 of arXiv 2602.18695): AdamW with a one-cycle schedule over
 two parameter groups (generator, aux with its own ``aux_lr``; gradient norms clipped per group), one backward pass
 per step through
-:func:`~zoo.methods.loflexmdm.core.joint_loss`. Used by ``tools/train_loflexmdm.py``."""
+:func:`~zoo.methods.loflexmdm.core.joint_loss`. :func:`train_toy` is the recipe of every shipped toy checkpoint
+(``tools/train_loflexmdm.py``) and of the benchmark's extra training seeds."""
 from __future__ import annotations
 
 import torch
 
-from zoo.common.training import progress
+from zoo.common.training import progress, setup_deterministic
 
 from .core import LossConfig, joint_loss
-from .tasks import Task
+from .tasks import TASKS, Task
 
-__all__ = ["train"]
+__all__ = ["METHODS", "RECIPE", "train", "train_toy"]
+
+METHODS = {"loflexmdm": "kumaraswamy", "flexmdm": "linear"}
+# the shipped toys' recipe (docs/methods/loflexmdm.md, "The toys")
+RECIPE = {"steps": 4800, "batch_size": 128, "lr": 3e-3, "aux_lr": 1e-3, "time_weight": "hazard", "insertion_head": "multiplier",
+          "length_conditioning": True}
+
+
+def train_toy(method: str, task_name: str, seed: int = 0, steps: int = 4800, batch_size: int = 128, lr: float = 3e-3,
+              aux_lr: float = 1e-3, time_weight: str = "hazard", insertion_head: str = "multiplier", length_conditioning: bool = True):
+    """One toy checkpoint: ``method`` (``loflexmdm`` / ``flexmdm``) on ``task_name``, training seed ``seed``. The
+    data/noise generator is seeded by ``seed + 100 · task index + 10 · method index`` (so any subset of the
+    (task, method) grid reproduces the full run), the initial weights by ``init_seed = seed``; one thread."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    if task_name not in TASKS:
+        raise ValueError(f"task must be one of {list(TASKS)}, got {task_name!r}")
+    from .model import make_model
+
+    g = setup_deterministic(seed + 100 * TASKS.index(task_name) + 10 * list(METHODS).index(method))
+    model = make_model(init_seed=seed, task=task_name, schedule=METHODS[method], insertion_head=insertion_head,
+                       length_conditioning=length_conditioning)
+    suffix = f", seed {seed}" if seed else ""
+    train(model, Task(task_name), steps, batch_size, lr, aux_lr, g, LossConfig(time_weight=time_weight), desc=f"{method}[{task_name}{suffix}]")
+    return model
 
 
 def train(model, task: Task, steps: int, batch_size: int, lr: float, aux_lr: float, generator: torch.Generator,
