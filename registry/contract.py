@@ -567,12 +567,13 @@ def transform_params(fn: Any) -> type[BaseModel]:
     return _call_params(fn, "transform")
 
 
-class Options(BaseModel):
+class Options(StrictScalars):
     """Base of a benchmark's or trainer's options (``@benchmark(options=...)``, ``@trainer(options=...)``): each
     field is a ``zoo bench NAME --field-name VALUE`` option (values validated by the model: bound every size).
     ``quick`` holds the values ``--quick`` gives the fields the user left unset (a reduced run that still
     prints the table). Field names may not shadow the engine's flags (``quick``, ``json``, ``out_dir``, ``seed``,
-    ``help``)."""
+    ``help``). Strict like every params model (a spec's ``training: {params: {steps: true}}`` is refused); the
+    strings of ``zoo bench`` flags are parsed by the harness first."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
     quick: ClassVar[dict[str, Any]] = {}

@@ -103,6 +103,24 @@ def options_parser(prog: str, options: type[BaseModel], description: str | None 
     return ap
 
 
+def _parsed_flag(info: Any, value: Any, name: str) -> Any:
+    """A flag's command-line string(s) read as the field's type (``--rows 64`` -> 64): the one place a numeric
+    string becomes a number (the options model itself is strict, for values a spec sets); bools come from
+    argparse already."""
+    if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+        return value
+    from pydantic import TypeAdapter
+
+    annotation = info.annotation
+    try:
+        return TypeAdapter(annotation).validate_python(value)
+    except (ValidationError, TypeError) as exc:
+        if isinstance(exc, ValidationError):
+            err = exc.errors(include_url=False)[0]
+            raise ParamError(f"{err['msg']} (got {value!r})", Location(None, None, None, _flag(name))) from None
+        return value  # an annotation pydantic cannot adapt alone: the model validates the string
+
+
 def parse_options(options: type[BaseModel], ns: argparse.Namespace, quick: bool) -> BaseModel:
     """The validated options: the flags given, then (with ``quick``) the model's quick values for the rest; a bad
     value is one :class:`ParamError` naming the flag."""
@@ -114,7 +132,7 @@ def parse_options(options: type[BaseModel], ns: argparse.Namespace, quick: bool)
         _, _, optional = _shape(info.annotation)
         if optional and isinstance(value, str) and value.lower() in ("none", "null"):
             value = None
-        given[name] = value
+        given[name] = _parsed_flag(info, value, name)
     if quick:
         for name, value in (getattr(options, "quick", {}) or {}).items():
             given.setdefault(name, value)
