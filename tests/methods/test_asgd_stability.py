@@ -87,11 +87,10 @@ def test_cli_run_writes_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from zoo.methods.asgd_stability.benchmark import main as bench_main
-
-    assert bench_main(["--quick", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    assert main(["bench", "asgd-stability", "--quick", "--out-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "| N = mn |" in text and "ε SGD" in text
-    res = json.loads((tmp_path / "r.json").read_text())
+    res = json.loads((tmp_path / "asgd-stability-bench.json").read_text())["result"]
+    assert [r["N"] for r in res["N"]["rows"]] == [64, 128, 256]
     assert set(res) >= {"N", "m", "m-fixed-n", "delay", "participation", "sgd"}
     assert (tmp_path / "asgd-stability.png").stat().st_size > 1000

@@ -108,11 +108,10 @@ def test_cli_run_prints_table_and_writes_plot(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from zoo.methods.float_ad_networks.benchmark import main as bench_main
-
-    assert bench_main(["--quick", "--starts", "1.0", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    assert main(["bench", "float-ad-networks", "--quick", "--starts", "1.0", "--out-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "| float32 | 1 | 64 | 1.0000 | 0.9844 |" in text
-    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    rows = json.loads((tmp_path / "float-ad-networks-bench.json").read_text())["result"]["rows"]
+    assert sorted({r["n"] for r in rows}) == [4, 16, 64]
     assert all(r["exact_rate"] == 1.0 for r in rows if r["step_scale"] == "per-threshold")
     assert (tmp_path / "float-ad-networks.png").stat().st_size > 1000

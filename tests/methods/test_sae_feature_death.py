@@ -293,3 +293,19 @@ def test_bert_sublayer_streams_and_collect_streams(minilm):
     assert all(v.shape[0] == n for v in acts.values())
     assert acts["encoder.layer.2.intermediate"].shape[1] == 1536
     assert torch.allclose(acts["encoder.layer.2.output"], collect_activations(minilm, texts, layer=3), atol=1e-5)
+
+
+def test_bench_quick_writes_table_png_and_json(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``zoo bench sae-feature-death --quick`` (fewer eval tokens): the engine's flags, the demo and the init-death
+    table in the report, the PNG and ``<name>-bench.json`` in --out-dir."""
+    import json
+
+    from zoo.cli import main
+
+    assert main(["bench", "sae-feature-death", "--quick", "--tokens", "512", "--out-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "published: standard 103 (40.2 %)" in text and "gamma_native" in text
+    res = json.loads((tmp_path / "sae-feature-death-bench.json").read_text())["result"]
+    assert set(res) == {"report"} and set(res["report"]["checks"]) >= {"gamma_native", "dead_total_m40"}
+    assert (tmp_path / "sae-feature-death.png").stat().st_size > 1000
+    assert (tmp_path / "sae-feature-death-bench.md").read_text().startswith("The authors' synthetic demo")

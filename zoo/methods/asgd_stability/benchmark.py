@@ -2,16 +2,16 @@
 simulated ASGD against N = mn, m (at fixed N and at fixed n), the delay distribution and the
 worker participation, with synchronous SGD (m = 1, no delay) beside ASGD in the N sweep and the
 ∝ 1/√(mn) reference line. No paper numbers exist (abstract only). Run as
-``python tools/bench_asgd_stability.py`` or ``zoo bench asgd-stability [--quick]``."""
+``zoo bench asgd-stability [--quick] [--overparam] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
 
 from .analysis import StabilityReport, format_report, slope_with_se
 from .simulator import Problem, run_coupled
@@ -25,9 +25,9 @@ def _report(sweep: str, seeds: int, quick: bool, device: str, **kw: Any) -> dict
     return StabilityReport({}, StabilityReport.Params(**base), device=device)(seed=0, progress=True)
 
 
-def run(quick: bool = False, overparam: bool = False, device: str = "cpu") -> dict[str, Any]:
-    """Every sweep of the spec's recipes (20 seeds x 4 replaced indices; 5 seeds with ``quick``)."""
-    seeds = 5 if quick else 20
+def measure(quick: bool = False, overparam: bool = False, device: str = "cpu", seeds: int | None = None) -> dict[str, Any]:
+    """Every sweep of the spec's recipes (20 seeds x 4 replaced indices; 5 seeds and N <= 256 with ``quick``)."""
+    seeds = seeds if seeds is not None else (5 if quick else 20)
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
     for sweep in ("N", "m", "m-fixed-n", "delay", "participation"):
@@ -100,15 +100,18 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_asgd_stability")
-    ap.add_argument("--quick", action="store_true", help="5 seeds, N <= 256 (seconds; the table still prints)")
-    ap.add_argument("--overparam", action="store_true", help="also the d > N least-squares and strongly convex N sweeps (~25 s more)")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for asgd-stability.png")
-    a = ap.parse_args(argv)
-    res = run(a.quick, a.overparam, a.device)
-    write_outputs(res, table(res), plot, a.out_dir, "asgd-stability.png", a.json)
-    return 0
+class BenchOptions(Options):
+    seeds: int = Field(20, ge=1, le=200, description="coupled-run seeds per point (x 4 replaced indices)")
+    overparam: bool = Field(False, description="also the d > N least-squares and strongly convex N sweeps (~25 s more)")
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:[0-9]+)?|mps)$", description="where the simulator runs")
+    quick: ClassVar[dict[str, Any]] = {"seeds": 5}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """asgd-stability: on-average model stability and generalisation gap of simulated ASGD against N = mn, m, the
+    delay and the participation, with synchronous SGD beside it (--quick: 5 seeds, N <= 256; the table still prints)."""
+    res = measure(ctx.quick, opts.overparam, opts.device, opts.seeds)
+    ctx.report(table(res))
+    plot(res, ctx.figure("asgd-stability.png"))
+    return res

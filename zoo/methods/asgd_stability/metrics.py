@@ -1,7 +1,7 @@
 """Metric checks for ``specs/asgd-stability.yaml``: ``fn(pipeline, **check_params) -> float``.
 
 Each re-runs one recipe of the spec with its own parameters (20 seeds x 4 replaced indices,
-seed 0), exactly what ``tools/bench_asgd_stability.py`` reports."""
+seed 0), exactly what ``zoo bench asgd-stability`` reports."""
 from __future__ import annotations
 
 from typing import Any

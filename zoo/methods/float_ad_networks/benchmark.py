@@ -2,21 +2,21 @@
 gradient match random targets (1e-20..1e20) bit for bit, and the network size, against grid size,
 for this project's construction (per-threshold step scale) beside the shared note's fixed
 K = 2^24 (the baseline), in float32 and float64. The paper states no numbers (existence
-theorems). Run as ``python tools/bench_float_ad_networks.py`` or ``zoo bench float-ad-networks``."""
+theorems). Run as ``zoo bench float-ad-networks [--quick] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
-from registry.contract import benchmark
-from zoo.common.bench_output import write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
 
 from .analysis import DTYPES, measure
 
 
-def run(sizes: list[int], starts: list[float], dtypes: list[str]) -> dict[str, Any]:
+def measure_grid(sizes: list[int], starts: list[float], dtypes: list[str]) -> dict[str, Any]:
     rows = []
     t0 = time.perf_counter()
     for dt in dtypes:
@@ -64,18 +64,18 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_float_ad_networks")
-    ap.add_argument("--quick", action="store_true", help="grid sizes 4, 16, 64 only")
-    ap.add_argument("--sizes", default="4,16,64,256,1024")
-    ap.add_argument("--starts", default="1.0,1.5,0.75")
-    ap.add_argument("--dtypes", default="float32,float64")
-    ap.add_argument("--device", default="cpu", help="accepted for tools/device_check.sh; the construction runs on CPU")
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for float-ad-networks.png")
-    a = ap.parse_args(argv)
-    sizes = [4, 16, 64] if a.quick else [int(v) for v in a.sizes.split(",")]
-    res = run(sizes, [float(v) for v in a.starts.split(",")], a.dtypes.split(","))
-    write_outputs(res, table(res), plot, a.out_dir, "float-ad-networks.png", a.json)
-    return 0
+class BenchOptions(Options):
+    sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field([4, 16, 64, 256, 1024], min_length=1, max_length=16, description="grid sizes n")
+    starts: list[float] = Field([1.0, 1.5, 0.75], min_length=1, max_length=16, description="first grid point of each grid")
+    dtypes: list[Literal["float32", "float64"]] = Field(["float32", "float64"], min_length=1, max_length=2)
+    quick: ClassVar[dict[str, Any]] = {"sizes": [4, 16, 64]}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """float-ad-networks: bit-exact value and gradient fraction and network size against grid size, this
+    project's construction beside the note's fixed K = 2^24, float32 and float64 (--quick: n <= 64)."""
+    res = measure_grid(opts.sizes, opts.starts, list(opts.dtypes))
+    ctx.report(table(res))
+    plot(res, ctx.figure("float-ad-networks.png"))
+    return res

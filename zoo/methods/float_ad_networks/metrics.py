@@ -1,5 +1,5 @@
 """Metric checks for ``specs/float-ad-networks.yaml``: ``fn(pipeline, **check_params) -> float``,
-the numbers ``tools/bench_float_ad_networks.py`` reports (seed 0)."""
+the numbers ``zoo bench float-ad-networks`` reports (seed 0)."""
 from __future__ import annotations
 
 from typing import Any
