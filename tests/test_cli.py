@@ -24,7 +24,7 @@ def test_list_show_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", SPEC]) == 0
     out = capsys.readouterr().out
     assert "does not fit: needs cuda with ≥40 GB" in out
-    assert re.search(r"^    toy +cpu +\[float32\] +fits$", out, re.M), out  # aligned columns (issue #11 item 13)
+    assert re.search(r"^    toy +cpu +\[float32\] +fits$", out, re.M), out  # aligned columns
     assert re.search(r"reproduced +toy", out)
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "Zoo method spec"

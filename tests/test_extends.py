@@ -106,7 +106,7 @@ def test_catalog_revalidates_children_when_the_parent_changes(tmp_path: Path, mo
     assert "demo-child" not in cat2.list() and any(b.path == p.resolve() for b in cat2.broken())
 
 
-# ---------------------------------------------------------------- issue #11 item 3
+# ---------------------------------------------------------------- inherited variants and roles
 BUILTIN = Path(__file__).resolve().parents[1] / "specs"
 
 

@@ -1,4 +1,4 @@
-"""Fuzzing the engine with mutations of the shipped specs (issue #8, "done when").
+"""Fuzzing the engine with mutations of the shipped specs.
 
 Every mutated spec goes through the loader and the validator (``load_spec_file`` + ``lint``);
 mutated specs that still validate go through the builder. The invariant: only ``ZooError``

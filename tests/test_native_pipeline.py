@@ -1,4 +1,4 @@
-"""Issue #11 item 14: ``pipe.native`` of a scheduler sampler is a real ``diffusers.DDPMPipeline``
+"""``pipe.native`` of a scheduler sampler is a real ``diffusers.DDPMPipeline``
 with the method's scheduler (F-DPMSolver: ``FDPMSolverScheduler``) and the built UNet, giving the zoo
 call's sample for the same seed; tested on a tiny local UNet2DModel (no hub)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 34: the engine's newer surface is untrusted input too — tokenizers loaded outside the builder,
+"""The engine's newer surface is untrusted input too — tokenizers loaded outside the builder,
 hub ids, run-time caches, the metrics store, sizes in free-form configs, ``extends`` chains, files
 inside the spec folder, hub ids / ``requires`` patterns, and ``zoo new`` names. One section per class;
 each test failed on the main branch before the fix (see the issue for the observed failures)."""

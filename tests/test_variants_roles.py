@@ -1,4 +1,4 @@
-"""Issue #9 items 1, 2, 10: variant status, roles on a subset of variants, offline variant choice."""
+"""Variant status, roles on a subset of variants, offline variant choice."""
 from __future__ import annotations
 
 import warnings
