@@ -111,13 +111,6 @@ def fit_here(spec: Any, entry: Entry, variant: str, machine: Any) -> tuple[str, 
 
 
 # ----------------------------------------------------------------------------- cards
-def installed_docs() -> Path | None:
-    """The cards' folder: the ``zoo_docs`` data package of a wheel, else a checkout's ``docs/``."""
-    from registry.files import shipped_docs
-
-    return shipped_docs()
-
-
 def card_file(entry: Entry) -> Path | None:
     """The spec's card: its ``docs:`` path relative to the spec file (:func:`registry.files.card_path`: confined to
     the spec's folder tree and the shipped cards; ``zoo validate`` reports one that does not resolve)."""
