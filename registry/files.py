@@ -7,7 +7,6 @@ uses this on every warm ``zoo list``).
 * :func:`within`: the one containment check for paths a spec names (``extends:``, ``weights``).
 * :func:`folder_in_place`: write a whole folder (a saved pipeline, a report) so that it appears
   complete or not at all.
-* :func:`card_path`: where a spec's ``docs:`` card is (one path base: the spec file's folder).
 """
 from __future__ import annotations
 
@@ -55,40 +54,6 @@ def within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
     except (OSError, ValueError):
         return False
     return p == r or r in p.parents
-
-
-def shipped_docs() -> Path | None:
-    """The shipped cards' folder (the one holding ``methods/``): the ``zoo_docs`` data package of a wheel, else the
-    ``docs/`` folder beside an editable install's ``specs/`` (located without importing anything)."""
-    from .catalog import package_dirs
-
-    dirs = [Path(d) for d in package_dirs("zoo_docs")]
-    dirs += [Path(d).resolve().parent / "docs" for d in package_dirs("zoo_specs")]
-    return next((d for d in dirs if (d / "methods").is_dir()), None)
-
-
-def card_path(spec_file: str | os.PathLike[str], docs: str, folder: str | os.PathLike[str] | None = None) -> tuple[Path | None, str]:
-    """A spec's card, ``docs:`` resolved against ``folder``, the folder of the spec file that wrote it (default:
-    ``spec_file``'s; a parent's when inherited through ``extends:``), and ``""``; or ``None``
-    and why not. The card must lie inside the spec's folder tree (``$ZOO_SPEC_ROOT`` allows more) or among the
-    shipped cards, and be a regular file: ``zoo report`` publishes it, so a spec may not point it anywhere else.
-    A built-in spec installed from a wheel (where ``zoo_specs/../docs`` does not exist) finds its card of the
-    same base name among the shipped cards."""
-    from .loader import spec_roots
-
-    base = Path(folder) if folder is not None else Path(spec_file).parent
-    here = base / docs
-    shipped = shipped_docs()
-    roots = (*spec_roots(spec_file), base.resolve(), *((shipped,) if shipped is not None else ()))
-    inside = any(within(r, here) for r in roots)
-    if inside and here.is_file():
-        return here.resolve(), ""
-    alt = shipped / "methods" / Path(docs).name if shipped is not None and "methods" in Path(docs).parts else None
-    if alt is not None and alt.is_file():
-        return alt.resolve(), ""
-    if not inside:
-        return None, f"card {docs} is outside the spec's folder tree and the shipped cards (ZOO_SPEC_ROOT allows more)"
-    return None, f"card {docs} does not exist (resolved against {base})"
 
 
 _FILE_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),

@@ -122,7 +122,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
     if spec.docs:
-        from .files import card_path
+        from .cards import card_path
 
         card, why = card_path(file, spec.docs, origin_dir(file, ("docs",), Path(file).parent))  # a parent's: its folder
         if card is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from registry.errors import SpecError, SpecErrors
-from registry.files import card_path
+from registry.cards import card_path
 from registry.lint import lint
 from registry.loader import load_spec_file
 

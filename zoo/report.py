@@ -114,7 +114,7 @@ def fit_here(spec: Any, entry: Entry, variant: str, machine: Any) -> tuple[str, 
 def card_file(entry: Entry) -> Path | None:
     """The spec's card: its ``docs:`` path relative to the spec file (:func:`registry.files.card_path`: confined to
     the spec's folder tree and the shipped cards; ``zoo validate`` reports one that does not resolve)."""
-    from registry.files import card_path
+    from registry.cards import card_path
     from registry.loader import origin_dir
 
     spec = entry.spec
