@@ -150,7 +150,7 @@ class Context:
         ``weights:``) and verified: with ``sha256=None`` against the spec's own declaration of that file (a
         ``weights:`` or ``{file:, sha256:}`` entry naming it; an undeclared file is an error), else against
         ``sha256``. Returns the absolute path; any problem is one :class:`~registry.errors.BuildError` line."""
-        from .build import local_path
+        from .files import local_path
         from .weights import sha256_file
 
         where = Location(str(self.file) if self.file else None, None, None, f"spec file {relative_path}")
@@ -181,7 +181,7 @@ class Context:
     def cache_dir(self) -> Path:
         """This spec's folder for derived run-time artefacts: ``$ZOO_CACHE_DIR/<spec>`` (default ``~/.cache/zoo``),
         created on first use; never for files the spec declares."""
-        from .contract import cache_dir
+        from .files import cache_dir
 
         return cache_dir(self.spec.name)
 

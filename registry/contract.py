@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, create_model, field_validator
 
-from .limits import Batch, Bound, Frames, Length, Rows, Seeds, Sequences, Steps, Width  # noqa: F401 - method-facing: per-call sizes
+from .files import cache_dir  # noqa: F401 - method-facing
+from .limits import SEED_MAX, Batch, Bound, Frames, Length, Rows, Seeds, Sequences, Steps, Width  # noqa: F401 - method-facing: per-call sizes
 
 
 class StrictScalars(BaseModel):
@@ -171,7 +172,7 @@ class Procedure:
             return memo[key]
         from pydantic import ValidationError
 
-        from .build import validation_error
+        from .errors import validation_error
         from .errors import Location
 
         params_cls = type(self.params)
@@ -217,7 +218,6 @@ class Procedure:
 ROW_SEED_STRIDE = 1_000_003
 #: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
 #: numpy's SeedSequence any non-negative int; 2**63 - 1 keeps int64 conversions safe).
-SEED_MAX = 2**63 - 1
 
 
 def row_seed(seed: int, i: int) -> int:
@@ -320,18 +320,6 @@ def summarize(value: Any, limit: int = 100) -> str:
     from .outputs import summarize as impl
 
     return impl(value, limit)
-
-
-def cache_dir(*parts: str) -> "Path":
-    """A per-user folder for a method's derived artefacts (embeddings, datasets): ``$ZOO_CACHE_DIR``
-    or ``~/.cache/zoo``, plus ``parts``; created on first use. Never for weights a spec declares."""
-    import os
-    from pathlib import Path
-
-    root = Path(os.environ.get("ZOO_CACHE_DIR") or Path.home() / ".cache" / "zoo")
-    path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def cached_artifact(key_parts: "list[Any] | tuple[Any, ...]", produce: Callable[[], Any], fmt: str, *,

@@ -256,3 +256,7 @@ def test_a_role_other_specs_name_is_built_once_from_its_own_declaration(demo, tm
     cyc.write_text(user("cyc-a").read_text().replace("from_spec: ctx-demo", "from_spec: cyc-a"))
     with pytest.raises(BuildError, match="from_spec cycle: cyc-a -> cyc-a"):
         zoo.load(str(cyc))
+    (tmp_path / "broken-dep.yaml").write_text("name: broken-dep\ntitle: t\ntask: demo\nimplementation: zoo_ctx_demo\nbogus_field: 1\n")
+    (elsewhere / "user-f.yaml").write_text(user("user-f").read_text().replace("from_spec: ctx-demo", "from_spec: broken-dep"))
+    with pytest.raises(BuildError, match=r"spec 'broken-dep' \(.*broken-dep.yaml\) does not validate: .*required field is missing"):
+        zoo.load(str(elsewhere / "user-f.yaml"))
