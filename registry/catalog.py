@@ -24,7 +24,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import CollisionError, Location, NotFoundError, SpecError
+from .errors import CollisionError, Location, NotFoundError, SpecError, one_line_import_error
 
 if TYPE_CHECKING:
     from .spec import Spec
@@ -260,8 +260,6 @@ class Catalog:
                 if not dirs:
                     raise ModuleNotFoundError(f"no package folder for {ep.value!r}")
             except Exception as exc:  # noqa: BLE001 - arbitrary errors of a third-party package
-                from .resolve import one_line_import_error
-
                 err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
                                 Location(None, None, None, f"plugin {ep.name}"))
                 self._source_errors.append(Entry(Path(ep.value), origin, error=err))

@@ -50,8 +50,8 @@ where its arithmetic is row-exact; conformance checks it exactly). An ``int`` se
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload, runtime_checkable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -642,9 +642,28 @@ def trainer(fn: Any = None, *, options: type[BaseModel] | None = None) -> Any:
     return deco(fn) if fn is not None else deco
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Context":  # method code: from registry.contract import Context (for type hints)
-        from .context import Context
+@runtime_checkable
+class Context(Protocol):
+    """What every hook the engine calls can reach (method code: ``from registry.contract import Context`` for type
+    hints): the interface of :class:`registry.context.Context`, which the engine makes and hands over. Declared here,
+    beside the other things method code implements against, so the contract does not import the engine above it."""
 
-        return Context
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    spec: Any
+    file: "Path | None"
+    variant: str | None
+    seed: int
+    quick: bool
+    out_dir: "Path | None"
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cache_dir(self) -> "Path": ...
+    def pipeline(self, variant: str | None = None, **params: Any) -> Any: ...
+    def models(self, variant: str | None = None, roles: "Iterable[str] | None" = None) -> Any: ...
+    def spec_file(self, relative_path: str, sha256: str | None = None) -> "Path": ...
+    def path(self, name: str) -> "Path": ...
+    def figure(self, name: str) -> "Path": ...
+    def write_text(self, name: str, text: str) -> "Path": ...
+    def write_json(self, name: str, obj: Any) -> "Path": ...
+    def report(self, text: str) -> None: ...

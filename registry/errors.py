@@ -127,3 +127,7 @@ def validation_error(exc: Any, model: type, where: Any, from_caller: set[str] | 
         msg = f"{err['msg']} (got {err.get('input')!r})"
     return ParamError(msg, loc)
 
+
+def one_line_import_error(exc: BaseException) -> str:
+    """``Type: message`` of an import-time failure, on one line and short."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"

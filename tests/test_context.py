@@ -260,3 +260,27 @@ def test_a_role_other_specs_name_is_built_once_from_its_own_declaration(demo, tm
     (elsewhere / "user-f.yaml").write_text(user("user-f").read_text().replace("from_spec: ctx-demo", "from_spec: broken-dep"))
     with pytest.raises(BuildError, match=r"spec 'broken-dep' \(.*broken-dep.yaml\) does not validate: .*required field is missing"):
         zoo.load(str(elsewhere / "user-f.yaml"))
+
+
+def test_the_contract_context_is_the_interface_the_engine_context_implements(demo) -> None:
+    """``registry.contract.Context`` (method code's type hint) is a Protocol every engine context satisfies; an object
+    missing one of the hook-facing members does not."""
+    from registry.context import Context as EngineContext
+    from registry.contract import Context
+    from registry.loader import load_spec_file
+
+    spec_path = demo[0]
+    ctx = EngineContext(load_spec_file(spec_path), spec_path)
+    assert isinstance(ctx, Context)
+    members = [m for m in vars(Context) if not m.startswith("_")] + list(Context.__annotations__)
+    assert {"pipeline", "models", "spec_file", "report", "figure", "cache_dir", "seed", "quick", "out_dir"} <= set(members)
+    for m in members:  # each member the Protocol names is real on the engine's context
+        assert hasattr(ctx, m), m
+
+    class Partial:
+        spec = file = variant = out_dir = None
+        seed, quick = 0, False
+
+        def pipeline(self, variant=None, **params): ...
+
+    assert not isinstance(Partial(), Context)
