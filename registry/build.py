@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import os
 import threading
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,8 @@ from .limits import SEED_MAX, check_seed  # noqa: F401 - re-exported
 from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
-from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
+from .saved import save as save_folder
+from .spec import DTYPE_NAMES, HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
 
 
@@ -33,8 +33,6 @@ def _one_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {text[:limit]}"
 
 
-#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
-DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64")
 
 
 def dtype_name(dtype: Any, where: str = "dtype") -> str | None:
@@ -616,9 +614,7 @@ class Pipeline:
         procedure, device and dtype (``zoo-pipeline.json``, with every file's sha256). ``replace={role: weights}``
         saves new weights for a factory-built role (e.g. a training recipe's output) and ``variant=`` names the
         saved variant; ``verify`` reloads the folder and compares it bit for bit first. See :mod:`registry.saved`."""
-        from .saved import save
-
-        return save(self, directory, variant=variant, replace=replace, verify=verify)
+        return save_folder(self, directory, variant=variant, replace=replace, verify=verify)
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None) -> "Pipeline":
         """Move (and cast) every model role, like ``DiffusionPipeline.to``: ``pipe.to("cuda")``,
@@ -666,60 +662,6 @@ class Pipeline:
             f"<zoo pipeline {self.spec.name} variant={self.variant} device={self.device} "
             f"models={sorted(self.models)} samplers={sorted(self.samplers)} default={self.default}>"
         )
-
-
-def build_pipeline(
-    spec: Spec,
-    *,
-    file: str | Path | None = None,
-    variant: str | None = None,
-    device: str | None = None,
-    dtype: Any = None,
-    sampler: str | None = None,
-    trust_remote_code: bool = False,
-    machine: Machine | None = None,
-    params: Mapping[str, Any] | None = None,
-    use_cache: bool = True,
-    allow_outside_paths: bool | None = None,
-    ctx: Any = None,
-) -> Pipeline:
-    """Build ``spec``'s pipeline (see :func:`zoo.load`). ``ctx`` is the :class:`~registry.context.Context`
-    its procedures and metric checks see (``self.ctx``, ``pipeline.ctx``); by default a new one for this
-    spec, file, variant, device and dtype."""
-    fname = str(file) if file else None
-    spec_dir = Path(file).resolve().parent if file else Path.cwd()
-    dtype = dtype_name(dtype)
-    check_requires(spec, fname)
-    machine = machine or detect()
-    if device is not None and (problem := device_problem(str(device), machine)):
-        raise HardwareError(problem, Location(field="device"))
-    skipped: list[str] = []
-    chosen, dev = choose_variant(spec, variant, device, machine, fname, sampler=sampler, spec_dir=spec_dir, skipped=skipped)
-    if skipped:
-        warnings.warn(f"{spec.name}: using variant {chosen}; skipped {'; '.join(skipped)}", ZooWarning, stacklevel=2)
-    hw = spec.hardware[chosen]
-    if dtype is not None and dtype not in hw.dtypes:  # refused before any model is built
-        raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
-    default = sampler or spec.default_for(chosen)
-    if default not in spec.samplers and default not in spec.recipes:
-        raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
-    if ctx is None:
-        from .context import Context
-
-        ctx = Context(spec, file, variant=chosen, device=device, dtype=dtype, use_cache=use_cache,
-                      trust_remote_code=trust_remote_code)
-    models, _ = build_models(spec, file=file, variant=chosen, device=dev, dtype=dtype, trust_remote_code=trust_remote_code,
-                             use_cache=use_cache, allow_outside_paths=allow_outside_paths)
-    procs, unavailable = {}, {}
-    for name in [*spec.samplers, *spec.recipes]:
-        missing = missing_roles(spec, name, chosen, models)
-        if missing and name != default:
-            unavailable[name] = f"needs role {missing[0]!r}, which has no source for variant {chosen}"
-            continue
-        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen, ctx)
-    pipe = Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped, ctx)
-    ctx.adopt(pipe, params)
-    return pipe
 
 
 def build_models(spec: Spec, *, file: str | Path | None, variant: str, device: str, dtype: str | None = None,

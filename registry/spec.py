@@ -63,6 +63,8 @@ def _requirements(value: dict[str, str]) -> dict[str, str]:
 Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier")]
 Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
 DType = Literal["float32", "float16", "bfloat16", "float64"]
+#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
+DTYPE_NAMES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
 Accelerator = Literal["cpu", "cuda", "mps", "any"]
 
 

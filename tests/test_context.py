@@ -137,7 +137,7 @@ def test_file_valued_transform_config_is_resolved_and_verified(demo, tmp_path: P
     # the same spec with other bytes in the file: refused before the transform runs, naming the field
     (tmp_path / "weights" / "packed.bin").write_bytes(b"tampered!!")
     mod.SEEN.pop("packed")
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     with pytest.raises(BuildError) as exc:
@@ -212,7 +212,7 @@ def test_a_role_other_specs_name_is_built_once_from_its_own_declaration(demo, tm
     """Two specs name ctx-demo's `lin`: each gets the one built model (share: true), loaded from ctx-demo's folder
     and sha256; a missing role, spec or cycle is one line."""
     import zoo
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     spec, _, _, _ = demo

@@ -112,7 +112,7 @@ BUILTIN = Path(__file__).resolve().parents[1] / "specs"
 
 def _digits_builds(child: Path, **kw: object) -> None:
     """The child inherits the digits spec's UNet, whose weights file is relative to the parent."""
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import source_dir
 
     spec = load_spec_file(child, **kw)

@@ -257,7 +257,7 @@ def check_build(path: Path, folder: Path) -> None:
     spec = check_load_and_lint(path, folder)
     if spec is None:
         return
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.hardware import Machine
 
     cpu = [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]

@@ -49,7 +49,7 @@ def _save_tiny(path: Path, **generation: Any) -> None:
 
 def _build(d: Path) -> Any:
     import zoo
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     (d / "tiny-ar.yaml").write_text(SPEC)

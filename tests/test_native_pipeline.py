@@ -39,7 +39,7 @@ def pipe(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from diffusers import UNet2DModel
 
     import zoo
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     d = tmp_path_factory.mktemp("native")

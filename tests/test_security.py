@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from registry.build import build_model, build_pipeline
+from registry.build import build_model
+from registry.context import build_pipeline
 from registry.errors import BuildError, ParamError, ResolveError, RunError, ZooError
 from registry.loader import load_spec_file
 from registry.resolve import allow_package, resolve
