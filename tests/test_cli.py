@@ -60,7 +60,7 @@ def test_doctor(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert re.search(r"^devices +cpu", out, re.M) and re.search(r"^offline +yes", out, re.M), out
     assert "demo-gaussian" in out and "runs here: toy" in out
-    assert code == 0
+    assert code == 0, out
 
 
 def test_pytest_plugin_collects_a_spec_file(tmp_path: Path) -> None:
