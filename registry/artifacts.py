@@ -78,7 +78,7 @@ def _feed(h: Any, value: Any) -> None:
 
 def artifact_path(key_parts: Sequence[Any], fmt: Format, namespace: str = "artifacts") -> Path:
     """Where the artefact of ``key_parts`` lives (the folder is created)."""
-    from .contract import cache_dir
+    from .files import cache_dir
 
     if fmt not in _SUFFIX:
         raise ValueError(f"cached_artifact: fmt must be one of {', '.join(_SUFFIX)}, got {fmt!r}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import os
 import threading
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,19 +15,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .contract import SEED_MAX
 from .errors import BuildError, HardwareError, Location, ParamError, RequirementError, RunError, ZooError
+from .errors import validation_error  # noqa: F401 - re-exported
+from .files import check_folder_links, local_path, outside_paths_allowed  # noqa: F401 - re-exported
 from .hardware import Machine, default_device, detect, device_problem, fits, offline
+from .limits import SEED_MAX, check_seed  # noqa: F401 - re-exported
 from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's consent rule lives in registry.hub)
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
-from .spec import HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
+from .saved import save as save_folder
+from .spec import DTYPE_NAMES, HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
-
-
-def outside_paths_allowed() -> bool:
-    """The caller's ``ZOO_ALLOW_OUTSIDE_SPEC_DIR=1``: local model ids may leave the spec's folder."""
-    return os.environ.get("ZOO_ALLOW_OUTSIDE_SPEC_DIR", "") not in ("", "0", "false")
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:
@@ -36,15 +33,6 @@ def _one_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {text[:limit]}"
 
 
-def check_seed(seed: Any, where: str = "seed") -> int:
-    """A seed every RNG accepts: an int in ``[0, 2**63 - 1]``, else a one-line ParamError."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
-        raise ParamError(f"expected an integer in [0, 2**63 - 1], got {seed!r}", Location(field=where))
-    return seed
-
-
-#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
-DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64")
 
 
 def dtype_name(dtype: Any, where: str = "dtype") -> str | None:
@@ -61,19 +49,6 @@ def dtype_name(dtype: Any, where: str = "dtype") -> str | None:
     if name not in DTYPE_NAMES:
         raise ParamError(f"expected one of {', '.join(DTYPE_NAMES)} (a name or a torch.dtype), got {dtype!r}", Location(field=where))
     return name
-
-
-def validation_error(exc: ValidationError, model: type, where: Any, from_caller: set[str] | frozenset[str] = frozenset()) -> ParamError:
-    """The first problem of a params validation as a located one-line ParamError; ``where(field)``
-    locates a spec field, ``from_caller`` names keys that came from the caller, not the spec."""
-    err = exc.errors(include_url=False)[0]
-    field = ".".join(str(p) for p in err["loc"])
-    loc = Location(None, None, None, f"parameter {field}") if err["loc"] and err["loc"][0] in from_caller else where(field)
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown parameter; expected one of: {', '.join(getattr(model, 'model_fields', {})) or 'none'}"
-    else:
-        msg = f"{err['msg']} (got {err.get('input')!r})"
-    return ParamError(msg, loc)
 
 
 # ----------------------------------------------------------------------------- requirements
@@ -457,46 +432,6 @@ def build_model(
     return model if (multi_gpu or not is_model) else _place(model, device, None)
 
 
-def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
-    """``rel`` (relative, absolute or ``~``) resolved against the spec's folder; outside that
-    folder tree only if the caller allows it (argument, else ``ZOO_ALLOW_OUTSIDE_SPEC_DIR``)."""
-    base = spec_dir.resolve()
-    path = (base / Path(rel).expanduser()).resolve()
-    allowed = outside_paths_allowed() if allow_outside is None else allow_outside
-    if not allowed and path != base and base not in path.parents:
-        raise BuildError(
-            f"{what} {rel!r} resolves to {path}, outside the spec's folder {base} "
-            f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
-        )
-    return path
-
-
-def check_folder_links(folder: Path, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> None:
-    """Every entry of a local folder (a model folder, an adapter folder) stays inside the spec's folder
-    tree: a symlink whose target resolves outside it is refused, naming the entry (never hashing or
-    reading it), unless the caller allows outside paths. At most :data:`registry.limits.FOLDER_ENTRIES`
-    entries are looked at (more is an error)."""
-    from .files import within
-    from .limits import FOLDER_ENTRIES, SizeError
-
-    if (outside_paths_allowed() if allow_outside is None else allow_outside) or not folder.is_dir():
-        return
-    base = spec_dir.resolve()
-    seen = 0
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        for name in [*dirs, *files]:
-            seen += 1
-            try:
-                FOLDER_ENTRIES.check(seen, f"{what} {folder.name}", " entries")
-            except SizeError as exc:
-                raise BuildError(str(exc), loc) from None
-            entry = Path(top) / name
-            if entry.is_symlink() and not within(base, entry):
-                rel = entry.relative_to(folder)
-                raise BuildError(f"{what} {folder.name}: {rel} is a link to {os.path.realpath(entry)}, outside the spec's "
-                                 f"folder {base} (the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc)
-
-
 #: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
 _TIMM_FORBIDDEN = ("checkpoint_path", "pretrained_cfg", "pretrained_cfg_overlay", "cache_dir")
 
@@ -679,9 +614,7 @@ class Pipeline:
         procedure, device and dtype (``zoo-pipeline.json``, with every file's sha256). ``replace={role: weights}``
         saves new weights for a factory-built role (e.g. a training recipe's output) and ``variant=`` names the
         saved variant; ``verify`` reloads the folder and compares it bit for bit first. See :mod:`registry.saved`."""
-        from .saved import save
-
-        return save(self, directory, variant=variant, replace=replace, verify=verify)
+        return save_folder(self, directory, variant=variant, replace=replace, verify=verify)
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None) -> "Pipeline":
         """Move (and cast) every model role, like ``DiffusionPipeline.to``: ``pipe.to("cuda")``,
@@ -729,60 +662,6 @@ class Pipeline:
             f"<zoo pipeline {self.spec.name} variant={self.variant} device={self.device} "
             f"models={sorted(self.models)} samplers={sorted(self.samplers)} default={self.default}>"
         )
-
-
-def build_pipeline(
-    spec: Spec,
-    *,
-    file: str | Path | None = None,
-    variant: str | None = None,
-    device: str | None = None,
-    dtype: Any = None,
-    sampler: str | None = None,
-    trust_remote_code: bool = False,
-    machine: Machine | None = None,
-    params: Mapping[str, Any] | None = None,
-    use_cache: bool = True,
-    allow_outside_paths: bool | None = None,
-    ctx: Any = None,
-) -> Pipeline:
-    """Build ``spec``'s pipeline (see :func:`zoo.load`). ``ctx`` is the :class:`~registry.context.Context`
-    its procedures and metric checks see (``self.ctx``, ``pipeline.ctx``); by default a new one for this
-    spec, file, variant, device and dtype."""
-    fname = str(file) if file else None
-    spec_dir = Path(file).resolve().parent if file else Path.cwd()
-    dtype = dtype_name(dtype)
-    check_requires(spec, fname)
-    machine = machine or detect()
-    if device is not None and (problem := device_problem(str(device), machine)):
-        raise HardwareError(problem, Location(field="device"))
-    skipped: list[str] = []
-    chosen, dev = choose_variant(spec, variant, device, machine, fname, sampler=sampler, spec_dir=spec_dir, skipped=skipped)
-    if skipped:
-        warnings.warn(f"{spec.name}: using variant {chosen}; skipped {'; '.join(skipped)}", ZooWarning, stacklevel=2)
-    hw = spec.hardware[chosen]
-    if dtype is not None and dtype not in hw.dtypes:  # refused before any model is built
-        raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
-    default = sampler or spec.default_for(chosen)
-    if default not in spec.samplers and default not in spec.recipes:
-        raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
-    if ctx is None:
-        from .context import Context
-
-        ctx = Context(spec, file, variant=chosen, device=device, dtype=dtype, use_cache=use_cache,
-                      trust_remote_code=trust_remote_code)
-    models, _ = build_models(spec, file=file, variant=chosen, device=dev, dtype=dtype, trust_remote_code=trust_remote_code,
-                             use_cache=use_cache, allow_outside_paths=allow_outside_paths)
-    procs, unavailable = {}, {}
-    for name in [*spec.samplers, *spec.recipes]:
-        missing = missing_roles(spec, name, chosen, models)
-        if missing and name != default:
-            unavailable[name] = f"needs role {missing[0]!r}, which has no source for variant {chosen}"
-            continue
-        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen, ctx)
-    pipe = Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped, ctx)
-    ctx.adopt(pipe, params)
-    return pipe
 
 
 def build_models(spec: Spec, *, file: str | Path | None, variant: str, device: str, dtype: str | None = None,
@@ -847,7 +726,7 @@ _FOREIGN: dict[str, tuple[Path, tuple[int, int], Spec]] = {}
 def spec_by_name(name: str, loc: Location) -> tuple[Spec, Path]:
     """The validated spec the catalog knows as ``name`` (built-ins, ``zoo.specs`` plugins, ``ZOO_SPECS_PATH``) and
     its file, re-read when the file changed; one located line when there is none or it does not validate."""
-    from .errors import SpecErrors
+    from .errors import SpecError, SpecErrors
     from .loader import find_spec_by_name, load_spec_file
 
     path = find_spec_by_name(name)

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Any
 
+from .discovery import SPECS_GROUP, package_dirs, source_files, spec_sources  # noqa: F401 - SPECS_GROUP, package_dirs re-exported
 from .errors import CollisionError, Location, NotFoundError, SpecError
 
 if TYPE_CHECKING:
     from .spec import Spec
 
-SPECS_GROUP = "zoo.specs"
 #: what ``fits=`` / ``zoo list --fits`` accepts (the ``hardware.<variant>.accelerator`` values that name a device)
 ACCELERATORS = ("cpu", "cuda", "mps")
 
@@ -199,31 +199,6 @@ class _IndexCache:
             pass
 
 
-def package_dirs(module: str) -> list[str]:
-    """The folders of package ``module`` ("pkg.specs"), found on ``sys.path`` without importing it or
-    its parents: ``importlib.util.find_spec("pkg.specs")`` imports ``pkg`` (its ``__init__`` may
-    import torch), which made ``zoo list`` take 10-16 s with a plugin installed."""
-    import sys
-    from importlib.machinery import PathFinder
-    from importlib.util import find_spec
-
-    loaded = sys.modules.get(module)
-    if loaded is not None:
-        return list(getattr(loaded, "__path__", []) or [])
-    top, *rest = module.split(".")
-    try:
-        found = find_spec(top)  # a top-level name is located, not imported (any finder: editable installs too)
-    except (ImportError, ValueError):
-        return []
-    for part in rest:
-        if found is None or found.submodule_search_locations is None:
-            return []
-        found = PathFinder.find_spec(part, list(found.submodule_search_locations))
-    if found is None or found.submodule_search_locations is None:
-        return []
-    return list(found.submodule_search_locations)
-
-
 def _natural(s: str) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
@@ -248,41 +223,13 @@ class Catalog:
             self._entries = None
 
     def _sources(self) -> list[tuple[Path, str]]:
-        out: list[tuple[Path, str]] = []
-        from importlib.metadata import entry_points
-        from importlib.util import find_spec
-
-        self._source_errors.clear()
-        for ep in sorted(entry_points(group=SPECS_GROUP), key=lambda e: e.name):
-            origin = f"entry point {ep.name} ({ep.value})"
-            try:  # a plugin that cannot be located is one BROKEN line, never a crash
-                dirs = package_dirs(ep.value)
-                if not dirs:
-                    raise ModuleNotFoundError(f"no package folder for {ep.value!r}")
-            except Exception as exc:  # noqa: BLE001 - arbitrary errors of a third-party package
-                from .resolve import one_line_import_error
-
-                err = SpecError(f"{SPECS_GROUP} {origin} cannot be imported: {one_line_import_error(exc)}",
-                                Location(None, None, None, f"plugin {ep.name}"))
-                self._source_errors.append(Entry(Path(ep.value), origin, error=err))
-                continue
-            for loc in dirs:
-                out.append((Path(loc), origin))
-        for raw in os.environ.get("ZOO_SPECS_PATH", "").split(os.pathsep):
-            if raw.strip():
-                out.append((Path(raw).expanduser().resolve(), "ZOO_SPECS_PATH"))
-        return out + list(self._dirs)
+        sources, errors = spec_sources(list(self._dirs))
+        self._source_errors[:] = [Entry(value, origin, error=err) for value, origin, err in errors]
+        return sources
 
     @staticmethod
     def _files(path: Path) -> list[Path]:
-        """Candidate spec files of a source: the file itself, or a folder's ``*.yaml``/``*.yml``
-        entries whatever they are (directories, FIFOs, dangling links are reported, not opened)."""
-        try:
-            if not path.is_dir():
-                return [path] if os.path.lexists(path) else []
-            return sorted(p for p in path.glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
-        except (OSError, ValueError):
-            return []
+        return source_files(path)
 
     # ------------------------------------------------------------------ index
     def _index(self, use_cache: bool = True) -> dict[str, Entry]:

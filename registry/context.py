@@ -18,15 +18,20 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import BuildError, Location, ZooError
+from .build import (Pipeline, ZooWarning, build_models, check_requires, choose_variant, dtype_name, make_procedure,
+                    missing_roles)
+from .errors import BuildError, HardwareError, Location, ParamError, ZooError
+from .hardware import Machine, detect, device_problem
+from .loader import load_spec_file, locate, origin_dir
+from .saved import verify_folder
 
 if TYPE_CHECKING:
-    from .build import Pipeline
     from .spec import Spec
 
 
@@ -44,7 +49,6 @@ def declared_files(spec: "Spec", file: str | os.PathLike[str] | None) -> dict[Pa
     """Every file ``spec`` declares with a sha256 (``weights:`` of zoo/timm sources, ``{file:, sha256:}``
     values of a ``transform_config``), by resolved path; a name inherited through ``extends`` resolves
     against the parent file that wrote it."""
-    from .loader import origin_dir
     from .spec import normalized_file
 
     if file is None:
@@ -105,8 +109,6 @@ class Context:
         """The spec's pipeline of ``variant`` (default: this context's variant, else the first that fits),
         built once per (variant, params) on this context's device and dtype; ``params`` override the default
         procedure's parameters as in ``zoo.load``."""
-        from .build import build_pipeline
-
         v = variant if variant is not None else self.variant
         key = (v, json.dumps(params, sort_keys=True, default=repr))
         if key not in self._pipelines:
@@ -123,15 +125,18 @@ class Context:
         if self.variant is None or self.variant == pipe.variant:
             self._pipelines.setdefault((None, key), pipe)
 
+    def load_saved(self, directory: str | os.PathLike[str], **kw: Any) -> "Pipeline":
+        """:func:`load_saved` (the pipeline saved in ``directory``), for code below this module that holds a context:
+        :mod:`registry.saved` reloads a folder it just wrote through the pipeline's context."""
+        return load_saved(directory, **kw)
+
     def models(self, variant: str | None = None, roles: Iterable[str] | None = None) -> Any:
         """The built roles of ``variant`` (a :class:`~registry.contract.Roles` mapping). With ``roles``, only
         those roles (and the roles they derive from) are built, without building the rest of the pipeline,
         e.g. a trainer that needs the FP model but not the quantised files it is about to rewrite."""
         if roles is None:
             return self.pipeline(variant).models
-        from .build import build_models, choose_variant
         from .contract import Roles
-        from .hardware import detect
 
         v, device = choose_variant(self.spec, variant if variant is not None else self.variant, self.device, detect(),
                                    str(self.file) if self.file else None, spec_dir=self.file.parent if self.file else None)
@@ -150,7 +155,7 @@ class Context:
         ``weights:``) and verified: with ``sha256=None`` against the spec's own declaration of that file (a
         ``weights:`` or ``{file:, sha256:}`` entry naming it; an undeclared file is an error), else against
         ``sha256``. Returns the absolute path; any problem is one :class:`~registry.errors.BuildError` line."""
-        from .build import local_path
+        from .files import local_path
         from .weights import sha256_file
 
         where = Location(str(self.file) if self.file else None, None, None, f"spec file {relative_path}")
@@ -181,7 +186,7 @@ class Context:
     def cache_dir(self) -> Path:
         """This spec's folder for derived run-time artefacts: ``$ZOO_CACHE_DIR/<spec>`` (default ``~/.cache/zoo``),
         created on first use; never for files the spec declares."""
-        from .contract import cache_dir
+        from .files import cache_dir
 
         return cache_dir(self.spec.name)
 
@@ -247,3 +252,71 @@ def jsonable(obj: Any) -> Any:
     if hasattr(obj, "__dataclass_fields__"):
         return {k: jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
     return str(obj)
+
+
+# ----------------------------------------------------------------------------- building a pipeline
+def build_pipeline(
+    spec: Spec,
+    *,
+    file: str | Path | None = None,
+    variant: str | None = None,
+    device: str | None = None,
+    dtype: Any = None,
+    sampler: str | None = None,
+    trust_remote_code: bool = False,
+    machine: Machine | None = None,
+    params: Mapping[str, Any] | None = None,
+    use_cache: bool = True,
+    allow_outside_paths: bool | None = None,
+    ctx: Any = None,
+) -> Pipeline:
+    """Build ``spec``'s pipeline (see :func:`zoo.load`). ``ctx`` is the :class:`~registry.context.Context`
+    its procedures and metric checks see (``self.ctx``, ``pipeline.ctx``); by default a new one for this
+    spec, file, variant, device and dtype."""
+    fname = str(file) if file else None
+    spec_dir = Path(file).resolve().parent if file else Path.cwd()
+    dtype = dtype_name(dtype)
+    check_requires(spec, fname)
+    machine = machine or detect()
+    if device is not None and (problem := device_problem(str(device), machine)):
+        raise HardwareError(problem, Location(field="device"))
+    skipped: list[str] = []
+    chosen, dev = choose_variant(spec, variant, device, machine, fname, sampler=sampler, spec_dir=spec_dir, skipped=skipped)
+    if skipped:
+        warnings.warn(f"{spec.name}: using variant {chosen}; skipped {'; '.join(skipped)}", ZooWarning, stacklevel=2)
+    hw = spec.hardware[chosen]
+    if dtype is not None and dtype not in hw.dtypes:  # refused before any model is built
+        raise HardwareError(f"dtype {dtype} not declared for variant {chosen} (declared: {', '.join(hw.dtypes)})", locate(fname, f"hardware.{chosen}.dtypes"))
+    default = sampler or spec.default_for(chosen)
+    if default not in spec.samplers and default not in spec.recipes:
+        raise ParamError(f"sampler {default!r} is not declared; declared: {', '.join([*spec.samplers, *spec.recipes])}")
+    if ctx is None:
+        ctx = Context(spec, file, variant=chosen, device=device, dtype=dtype, use_cache=use_cache,
+                      trust_remote_code=trust_remote_code)
+    models, _ = build_models(spec, file=file, variant=chosen, device=dev, dtype=dtype, trust_remote_code=trust_remote_code,
+                             use_cache=use_cache, allow_outside_paths=allow_outside_paths)
+    procs, unavailable = {}, {}
+    for name in [*spec.samplers, *spec.recipes]:
+        missing = missing_roles(spec, name, chosen, models)
+        if missing and name != default:
+            unavailable[name] = f"needs role {missing[0]!r}, which has no source for variant {chosen}"
+            continue
+        procs[name] = make_procedure(spec, name, models, dev, dtype, params if name == default else None, fname, chosen, ctx)
+    pipe = Pipeline(spec, chosen, dev, dtype, models, procs, default, fname, unavailable, skipped, ctx)
+    ctx.adopt(pipe, params)
+    return pipe
+
+
+def load_saved(directory: str | os.PathLike[str], *, variant: str | None = None, device: Any = None, dtype: Any = None,
+         sampler: str | None = None, params: Mapping[str, Any] | None = None, use_cache: bool = True) -> "Pipeline":
+    """Build the pipeline saved in ``directory`` (checked by :func:`verify_folder` first): its variant, its default
+    procedure and dtype unless the caller asks otherwise, on ``device`` (default: what the variant needs)."""
+    root = Path(directory).expanduser().absolute()
+    man = verify_folder(root)
+    if variant is not None and variant != man.variant:
+        raise HardwareError(f"variant {variant!r}: this folder holds the saved variant {man.variant!r} only", Location(str(root)))
+    spec_path = root / man.spec
+    spec = load_spec_file(spec_path)
+    return build_pipeline(spec, file=spec_path, variant=man.variant, device=device,
+                          dtype=dtype if dtype is not None else man.dtype, sampler=sampler or man.default,
+                          params=params, use_cache=use_cache)

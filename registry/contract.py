@@ -50,15 +50,16 @@ where its arithmetic is row-exact; conformance checks it exactly). An ``int`` se
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload, runtime_checkable
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, create_model, field_validator
 
-from .limits import Batch, Bound, Frames, Length, Rows, Seeds, Sequences, Steps, Width  # noqa: F401 - method-facing: per-call sizes
+from .files import cache_dir  # noqa: F401 - method-facing
+from .limits import SEED_MAX, Batch, Bound, Frames, Length, Rows, Seeds, Sequences, Steps, Width  # noqa: F401 - method-facing: per-call sizes
 
 
 class StrictScalars(BaseModel):
@@ -171,7 +172,7 @@ class Procedure:
             return memo[key]
         from pydantic import ValidationError
 
-        from .build import validation_error
+        from .errors import validation_error
         from .errors import Location
 
         params_cls = type(self.params)
@@ -217,7 +218,6 @@ class Procedure:
 ROW_SEED_STRIDE = 1_000_003
 #: ``--seed`` / ``seed=`` range: what every RNG the methods use accepts (torch takes < 2**64,
 #: numpy's SeedSequence any non-negative int; 2**63 - 1 keeps int64 conversions safe).
-SEED_MAX = 2**63 - 1
 
 
 def row_seed(seed: int, i: int) -> int:
@@ -320,18 +320,6 @@ def summarize(value: Any, limit: int = 100) -> str:
     from .outputs import summarize as impl
 
     return impl(value, limit)
-
-
-def cache_dir(*parts: str) -> "Path":
-    """A per-user folder for a method's derived artefacts (embeddings, datasets): ``$ZOO_CACHE_DIR``
-    or ``~/.cache/zoo``, plus ``parts``; created on first use. Never for weights a spec declares."""
-    import os
-    from pathlib import Path
-
-    root = Path(os.environ.get("ZOO_CACHE_DIR") or Path.home() / ".cache" / "zoo")
-    path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def cached_artifact(key_parts: "list[Any] | tuple[Any, ...]", produce: Callable[[], Any], fmt: str, *,
@@ -654,9 +642,28 @@ def trainer(fn: Any = None, *, options: type[BaseModel] | None = None) -> Any:
     return deco(fn) if fn is not None else deco
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Context":  # method code: from registry.contract import Context (for type hints)
-        from .context import Context
+@runtime_checkable
+class Context(Protocol):
+    """What every hook the engine calls can reach (method code: ``from registry.contract import Context`` for type
+    hints): the interface of :class:`registry.context.Context`, which the engine makes and hands over. Declared here,
+    beside the other things method code implements against, so the contract does not import the engine above it."""
 
-        return Context
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    spec: Any
+    file: "Path | None"
+    variant: str | None
+    seed: int
+    quick: bool
+    out_dir: "Path | None"
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cache_dir(self) -> "Path": ...
+    def pipeline(self, variant: str | None = None, **params: Any) -> Any: ...
+    def models(self, variant: str | None = None, roles: "Iterable[str] | None" = None) -> Any: ...
+    def spec_file(self, relative_path: str, sha256: str | None = None) -> "Path": ...
+    def path(self, name: str) -> "Path": ...
+    def figure(self, name: str) -> "Path": ...
+    def write_text(self, name: str, text: str) -> "Path": ...
+    def write_json(self, name: str, obj: Any) -> "Path": ...
+    def report(self, text: str) -> None: ...

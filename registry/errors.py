@@ -8,6 +8,7 @@ as is and exit 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 def printable(text: str) -> str:
@@ -112,3 +113,21 @@ class RunError(ZooError):
 
 class SampleError(ZooError):
     """``zoo sample`` / ``read_samples``: an output folder, manifest or shard is not what the run needs."""
+
+
+def validation_error(exc: Any, model: type, where: Any, from_caller: set[str] | frozenset[str] = frozenset()) -> ParamError:
+    """The first problem of a params validation (a pydantic ``ValidationError``) as a located one-line ParamError; ``where(field)``
+    locates a spec field, ``from_caller`` names keys that came from the caller, not the spec."""
+    err = exc.errors(include_url=False)[0]
+    field = ".".join(str(p) for p in err["loc"])
+    loc = Location(None, None, None, f"parameter {field}") if err["loc"] and err["loc"][0] in from_caller else where(field)
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown parameter; expected one of: {', '.join(getattr(model, 'model_fields', {})) or 'none'}"
+    else:
+        msg = f"{err['msg']} (got {err.get('input')!r})"
+    return ParamError(msg, loc)
+
+
+def one_line_import_error(exc: BaseException) -> str:
+    """``Type: message`` of an import-time failure, on one line and short."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import Location, SpecError
+from .errors import BuildError, Location, SpecError
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: the largest shipped spec is 16 KB
 
@@ -118,3 +118,56 @@ def file_digest(path: str | os.PathLike[str]) -> str | None:
         return _digest(read_spec_bytes(path))
     except SpecError:
         return None
+
+
+# ----------------------------------------------------------------------------- paths a model source names
+def outside_paths_allowed() -> bool:
+    """The caller's ``ZOO_ALLOW_OUTSIDE_SPEC_DIR=1``: local model ids may leave the spec's folder."""
+    return os.environ.get("ZOO_ALLOW_OUTSIDE_SPEC_DIR", "") not in ("", "0", "false")
+
+def local_path(rel: str, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> Path:
+    """``rel`` (relative, absolute or ``~``) resolved against the spec's folder; outside that
+    folder tree only if the caller allows it (argument, else ``ZOO_ALLOW_OUTSIDE_SPEC_DIR``)."""
+    base = spec_dir.resolve()
+    path = (base / Path(rel).expanduser()).resolve()
+    allowed = outside_paths_allowed() if allow_outside is None else allow_outside
+    if not allowed and path != base and base not in path.parents:
+        raise BuildError(
+            f"{what} {rel!r} resolves to {path}, outside the spec's folder {base} "
+            f"(the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc
+        )
+    return path
+
+def check_folder_links(folder: Path, spec_dir: Path, loc: Location, allow_outside: bool | None, what: str) -> None:
+    """Every entry of a local folder (a model folder, an adapter folder) stays inside the spec's folder
+    tree: a symlink whose target resolves outside it is refused, naming the entry (never hashing or
+    reading it), unless the caller allows outside paths. At most :data:`registry.limits.FOLDER_ENTRIES`
+    entries are looked at (more is an error)."""
+    from .limits import FOLDER_ENTRIES, SizeError
+
+    if (outside_paths_allowed() if allow_outside is None else allow_outside) or not folder.is_dir():
+        return
+    base = spec_dir.resolve()
+    seen = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            seen += 1
+            try:
+                FOLDER_ENTRIES.check(seen, f"{what} {folder.name}", " entries")
+            except SizeError as exc:
+                raise BuildError(str(exc), loc) from None
+            entry = Path(top) / name
+            if entry.is_symlink() and not within(base, entry):
+                rel = entry.relative_to(folder)
+                raise BuildError(f"{what} {folder.name}: {rel} is a link to {os.path.realpath(entry)}, outside the spec's "
+                                 f"folder {base} (the caller may allow it with ZOO_ALLOW_OUTSIDE_SPEC_DIR=1)", loc)
+
+
+def cache_dir(*parts: str) -> Path:
+    """A per-user folder for a method's derived artefacts (embeddings, datasets): ``$ZOO_CACHE_DIR``
+    or ``~/.cache/zoo``, plus ``parts``; created on first use. Never for weights a spec declares."""
+    root = Path(os.environ.get("ZOO_CACHE_DIR") or Path.home() / ".cache" / "zoo")
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+

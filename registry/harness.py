@@ -169,7 +169,7 @@ def run_bench(spec: Any, file: Any, argv: list[str]) -> int:
     ap = options_parser(f"zoo bench {spec.name}", options, doc)
     ns = ap.parse_args([a for a in argv if a != "--"])
     opts = parse_options(options, ns, ns.quick)
-    from .build import check_seed
+    from .limits import check_seed
     from .context import Context, jsonable
 
     seed = check_seed(ns.seed, "--seed")

@@ -274,7 +274,7 @@ def check_call(owner: str, fn: Callable[..., Any], self: Any, args: tuple[Any, .
         if msg:
             raise ParamError(f"{msg} (got {_short(value)})", Location(field=f"input {name} of {owner}"))
     if "seed" in values:
-        from .build import check_seed
+        from .limits import check_seed
 
         seed = values["seed"]
         if isinstance(seed, (list, tuple)):  # one seed per row (per_row_seeds); the annotation bounds the count

@@ -52,6 +52,8 @@ from typing import Annotated, Any
 from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
+from .errors import Location, ParamError
+
 
 class SizeError(ValueError):
     """A value over a named cap; ``str()`` is ``"<where>: <value> is over the limit <NAME> = <cap> (registry.limits)"``,
@@ -224,8 +226,6 @@ def _env_limit(lim: Limit) -> int | None:
     except ValueError:
         value = 0
     if value < 1:
-        from .errors import Location, ParamError
-
         raise ParamError(f"expected a positive integer, got {text!r}", Location(field=lim.env))
     return value
 
@@ -414,3 +414,15 @@ Seeds = int | Annotated[Sequence[int], Bound("rows")]
 def describe() -> list[tuple[str, int, str, str]]:
     """``(kind, current limit, env var, what)`` for every kind (``--help`` and the docs)."""
     return [(k, limit(k), lim.env, lim.what) for k, lim in LIMITS.items()]
+
+
+#: the largest seed every RNG accepts (torch.Generator.manual_seed takes a signed 64-bit int)
+SEED_MAX = 2**63 - 1
+
+
+def check_seed(seed: Any, where: str = "seed") -> int:
+    """A seed every RNG accepts: an int in ``[0, 2**63 - 1]``, else a one-line ParamError."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise ParamError(f"expected an integer in [0, 2**63 - 1], got {seed!r}", Location(field=where))
+    return seed
+

@@ -121,6 +121,12 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
     for i, metric in enumerate(spec.metrics):
         call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
+    if spec.docs:
+        from .cards import card_path
+
+        card, why = card_path(file, spec.docs, origin_dir(file, ("docs",), Path(file).parent))  # a parent's: its folder
+        if card is None:
+            errors.append(SpecError(why, locate(file, "docs")))
     for tname, entry in spec.training.items():
         params(target(entry.trainer, f"training.{tname}.trainer", "trainer"), entry.params, f"training.{tname}.params")
     for role, model in spec.models.items():

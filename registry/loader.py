@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import Location, SpecError, SpecErrors
+from .discovery import source_files, spec_sources
 from .files import MAX_FILE_BYTES, _digest, file_digest, read_spec_bytes, within  # noqa: F401 - within, file_digest re-exported
 from .limits import EXTENDS_CHAIN
 from .spec import Spec
@@ -570,10 +571,7 @@ def find_spec_by_name(name: str, exclude: Path | None = None) -> Path | None:
     ``$ZOO_SPECS_PATH``), found by reading each candidate's ``name:`` only (no ``extends``, no
     validation, so a spec extending by name never recurses into indexing). Files named
     ``<name>.yaml`` are tried first."""
-    from .catalog import Catalog
-
-    catalog = Catalog()
-    files = [f for src, _ in catalog._sources() for f in catalog._files(src)]
+    files = [f for src, _ in spec_sources()[0] for f in source_files(src)]
     files.sort(key=lambda f: f.stem != name)
     skip = os.path.realpath(exclude) if exclude is not None else None
     for f in files:

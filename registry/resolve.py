@@ -29,7 +29,7 @@ import warnings
 from typing import Any
 
 from . import contract
-from .errors import Location, ResolveError
+from .errors import Location, ResolveError, one_line_import_error  # noqa: F401 - re-exported
 from .spec import TARGET_RE
 
 _lock = threading.Lock()
@@ -95,11 +95,6 @@ def _load_plugins() -> None:
         except ResolveError as exc:  # a broken plugin must not break every command
             warnings.warn(f"zoo.plugins entry point {ep.name!r} ignored: {exc}", stacklevel=2)
     _plugins_loaded = True
-
-
-def one_line_import_error(exc: BaseException) -> str:
-    """``Type: message`` of an import-time failure, on one line and short."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
 
 
 def plugin_problems() -> dict[str, str]:

@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from .errors import BuildError, Location, ParamError, SpecError, ZooError
 from .files import folder_in_place
-from .spec import NAME_RE, SHA256_RE, DType, HubSource, RoleSource, Strict, TimmSource, ZooSource
+from .spec import DTYPE_NAMES, NAME_RE, SHA256_RE, DType, HubSource, RoleSource, Strict, TimmSource, ZooSource
 
 if TYPE_CHECKING:
     from .build import Pipeline
@@ -239,8 +239,6 @@ def _state(obj: Any, role: str, strict: bool = True) -> dict[str, Any]:
 
 def _float_dtype(state: Mapping[str, Any]) -> str | None:
     """The one floating dtype of a state's tensors, as a spec dtype name (None when mixed or none)."""
-    from .build import DTYPE_NAMES
-
     names = {str(v.dtype).removeprefix("torch.") for v in state.values() if v.is_floating_point()}
     return next(iter(names)) if len(names) == 1 and next(iter(names)) in DTYPE_NAMES else None
 
@@ -249,7 +247,7 @@ def _verify_round_trip(pipe: "Pipeline", folder: Path, replace: dict[str, Any]) 
     """Load ``folder`` as a user would and compare it with ``pipe`` (and the replacements)."""
     import torch
 
-    loaded = load(folder, device=pipe.device, use_cache=False)
+    loaded = pipe.ctx.load_saved(folder, device=pipe.device, use_cache=False)  # the builder is above this module
     replaced_tree = set(replace)
     for role in pipe.spec.build_order(pipe.variant):  # roles derived from a replaced role are re-derived: skip them
         src = pipe.spec.models[role].variants[pipe.variant]
@@ -346,25 +344,6 @@ def _refuse_code_keys(path: Path) -> None:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-
-
-def load(directory: str | os.PathLike[str], *, variant: str | None = None, device: Any = None, dtype: Any = None,
-         sampler: str | None = None, params: Mapping[str, Any] | None = None, use_cache: bool = True) -> "Pipeline":
-    """Build the pipeline saved in ``directory`` (checked by :func:`verify_folder` first): its variant, its default
-    procedure and dtype unless the caller asks otherwise, on ``device`` (default: what the variant needs)."""
-    from .build import build_pipeline
-    from .errors import HardwareError
-    from .loader import load_spec_file
-
-    root = Path(directory).expanduser().absolute()
-    man = verify_folder(root)
-    if variant is not None and variant != man.variant:
-        raise HardwareError(f"variant {variant!r}: this folder holds the saved variant {man.variant!r} only", Location(str(root)))
-    spec_path = root / man.spec
-    spec = load_spec_file(spec_path)
-    return build_pipeline(spec, file=spec_path, variant=man.variant, device=device,
-                          dtype=dtype if dtype is not None else man.dtype, sampler=sampler or man.default,
-                          params=params, use_cache=use_cache)
 
 
 def _files(root: Path) -> list[str]:

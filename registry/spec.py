@@ -63,6 +63,8 @@ def _requirements(value: dict[str, str]) -> dict[str, str]:
 Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier")]
 Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
 DType = Literal["float32", "float16", "bfloat16", "float64"]
+#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
+DTYPE_NAMES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
 Accelerator = Literal["cpu", "cuda", "mps", "any"]
 
 
@@ -647,7 +649,17 @@ class Spec(Strict):
     training: dict[Name, TrainingSpec] = Field(
         {}, description="how the shipped files are made: name -> trainer and the files it produces (`zoo train NAME`)"
     )
-    docs: str | None = None
+    docs: str | None = Field(
+        None, description="the method's card (Markdown), relative to this spec file's folder, e.g. ../docs/methods/NAME.md",
+        max_length=300,
+    )
+
+    @field_validator("docs")
+    @classmethod
+    def _card(cls, v: str | None) -> str | None:
+        if v is not None and (not v.endswith(".md") or v.startswith("/") or any(c in v for c in "\\:\x00")):
+            raise ValueError(f"expected a relative path to a Markdown card (e.g. ../docs/methods/NAME.md), got {v!r}")
+        return v
 
     @field_validator("invariants")
     @classmethod

@@ -34,7 +34,7 @@ def verified_file(rel: str, sha256: str, base: Path, loc: Location, allow_outsid
                   what: str = "file") -> Path:
     """A file a spec names: ``rel`` resolved against ``base`` (the folder of the spec file that wrote it), inside
     that folder tree unless the caller allows more, present, and with exactly the declared ``sha256``."""
-    from .build import local_path
+    from .files import local_path
 
     path = local_path(rel, base, loc, allow_outside, what)
     if not path.is_file():
@@ -153,7 +153,7 @@ def adapter_folder(adapter: Adapter, spec_dir: Path, loc: Location, allow_outsid
     """Local folder holding the adapter's config and verified weights file (a local ``path`` stays
     inside the spec's folder unless the caller allows more)."""
     if adapter.path is not None:
-        from .build import check_folder_links, local_path
+        from .files import check_folder_links, local_path
 
         folder = local_path(adapter.path, spec_dir, loc, allow_outside, "adapter folder")
         check_folder_links(folder, spec_dir, loc, allow_outside, "adapter folder")  # the weights and config inside too

@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -35,3 +37,18 @@ except ImportError:  # pragma: no cover
 from registry.conformance import load_hypothesis_profile  # noqa: E402
 
 load_hypothesis_profile(slow=os.environ.get("HYPOTHESIS_PROFILE") == "nightly")
+
+
+@pytest.fixture(autouse=True)
+def _process_catalog_keeps_its_folders():
+    """A test that adds spec folders to the process-wide catalog (``zoo --specs DIR ...`` through ``zoo.cli.main``,
+    ``zoo.add_specs``) takes them away again, so a later test does not see its broken specs."""
+    import zoo
+
+    cat = zoo.catalog()
+    before = list(cat._dirs)
+    yield
+    if cat._dirs != before:
+        with cat._lock:
+            cat._dirs[:] = before
+            cat._entries = None

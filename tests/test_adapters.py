@@ -1,4 +1,4 @@
-"""Issue #9 item 5: PEFT adapters on hub sources — a random LoRA saved locally with peft is loaded
+"""PEFT adapters on hub sources — a random LoRA saved locally with peft is loaded
 through the same builder call a hub adapter takes; sha256 verified; bad inputs are one line."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue #9 item 8: cached_artifact — keyed by config and data hash, atomic, safe formats only."""
+"""``cached_artifact`` — keyed by config and data hash, atomic, safe formats only."""
 from __future__ import annotations
 
 import os

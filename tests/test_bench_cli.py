@@ -1,4 +1,4 @@
-"""Issue #11 item 9: `zoo bench NAME [--quick] [args]` runs the benchmark a spec names in `bench:`
+"""`zoo bench NAME [--quick] [args]` runs the benchmark a spec names in `bench:`
 (resolved through the allowlist), so metric `command:` lines work from an installed wheel."""
 from __future__ import annotations
 

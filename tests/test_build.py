@@ -110,7 +110,7 @@ def test_variant_params_apply_to_their_variant_only(tmp_path: Path) -> None:
 
 
 def test_undeclared_dtype_is_refused_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue #11 item 2: ``dtype="float32"`` on a float64-only variant (f-dpmsolver's toy) is one
+    """``dtype="float32"`` on a float64-only variant (f-dpmsolver's toy) is one
     HardwareError naming the declared dtypes, raised before any model is built (it used to be
     accepted and crash later with a raw RuntimeError)."""
     import zoo

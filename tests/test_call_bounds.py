@@ -1,4 +1,4 @@
-"""Issue 41 item 1: every size a call accepts is bounded by the procedure's inputs model, the same for
+"""Every size a call accepts is bounded by the procedure's inputs model, the same for
 Python and ``zoo run``, with one ``ParamError`` naming the limit and how to raise it -- before the call
 allocates anything (``pipe(seed=0, batch_size=10**9)`` on f-dpmsolver grew to 20 GB; ``pipe(n=10**9)``
 on ramac asked for 168 GB). Sizes here are just above the limits, and a dispatch mode that fails on

@@ -1,4 +1,4 @@
-"""Issue #11 item 7: per-call parameter overrides, ``pipe(..., num_inference_steps=20)`` and
+"""Per-call parameter overrides, ``pipe(..., num_inference_steps=20)`` and
 ``pipe.samplers[name](..., **params)``, validated by the procedure's ``Params`` model, without
 rebuilding the pipeline or reloading any model. Model calls are counted on the analytic toy."""
 from __future__ import annotations

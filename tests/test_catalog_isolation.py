@@ -1,4 +1,4 @@
-"""Issue #8 items 8 and 10: one bad entry in a spec folder, a name collision, or a stale,
+"""One bad entry in a spec folder, a name collision, or a stale,
 poisoned or mis-shaped spec index never breaks listing, ``zoo doctor`` or loading the others."""
 from __future__ import annotations
 

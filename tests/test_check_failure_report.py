@@ -1,4 +1,4 @@
-"""Issue #11 item 4: a failing Hypothesis invariant is reported with its falsifying example, the
+"""A failing Hypothesis invariant is reported with its falsifying example, the
 assertion message and the ``@reproduce_failure`` blob by ``zoo check``, ``zoo --debug check`` (plus
 the traceback) and ``pytest --zoo`` -- not reduced to one ``ExceptionGroup`` line."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #11 item 12: `zoo check` shows progress ([k/N] per check; a bar for a quiet run on a
+"""`zoo check` shows progress ([k/N] per check; a bar for a quiet run on a
 terminal) and ends with a per-spec summary."""
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def test_list_show_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", SPEC]) == 0
     out = capsys.readouterr().out
     assert "does not fit: needs cuda with ≥40 GB" in out
-    assert re.search(r"^    toy +cpu +\[float32\] +fits$", out, re.M), out  # aligned columns (issue #11 item 13)
+    assert re.search(r"^    toy +cpu +\[float32\] +fits$", out, re.M), out  # aligned columns
     assert re.search(r"reproduced +toy", out)
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "Zoo method spec"
@@ -60,7 +60,7 @@ def test_doctor(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert re.search(r"^devices +cpu", out, re.M) and re.search(r"^offline +yes", out, re.M), out
     assert "demo-gaussian" in out and "runs here: toy" in out
-    assert code == 0
+    assert code == 0, out
 
 
 def test_pytest_plugin_collects_a_spec_file(tmp_path: Path) -> None:

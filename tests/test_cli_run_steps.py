@@ -1,4 +1,4 @@
-"""Issue #11 item 1: a `zoo run` option overrides a spec parameter only when it is given.
+"""A `zoo run` option overrides a spec parameter only when it is given.
 
 The diffusion samplers' ``--nfe`` used to default to 10 and always won over the spec's (or
 ``--param``'s) ``num_inference_steps``. Model calls are counted on the analytic toy model.

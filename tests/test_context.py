@@ -137,7 +137,7 @@ def test_file_valued_transform_config_is_resolved_and_verified(demo, tmp_path: P
     # the same spec with other bytes in the file: refused before the transform runs, naming the field
     (tmp_path / "weights" / "packed.bin").write_bytes(b"tampered!!")
     mod.SEEN.pop("packed")
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     with pytest.raises(BuildError) as exc:
@@ -212,7 +212,7 @@ def test_a_role_other_specs_name_is_built_once_from_its_own_declaration(demo, tm
     """Two specs name ctx-demo's `lin`: each gets the one built model (share: true), loaded from ctx-demo's folder
     and sha256; a missing role, spec or cycle is one line."""
     import zoo
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     spec, _, _, _ = demo
@@ -256,3 +256,31 @@ def test_a_role_other_specs_name_is_built_once_from_its_own_declaration(demo, tm
     cyc.write_text(user("cyc-a").read_text().replace("from_spec: ctx-demo", "from_spec: cyc-a"))
     with pytest.raises(BuildError, match="from_spec cycle: cyc-a -> cyc-a"):
         zoo.load(str(cyc))
+    (tmp_path / "broken-dep.yaml").write_text("name: broken-dep\ntitle: t\ntask: demo\nimplementation: zoo_ctx_demo\nbogus_field: 1\n")
+    (elsewhere / "user-f.yaml").write_text(user("user-f").read_text().replace("from_spec: ctx-demo", "from_spec: broken-dep"))
+    with pytest.raises(BuildError, match=r"spec 'broken-dep' \(.*broken-dep.yaml\) does not validate: .*required field is missing"):
+        zoo.load(str(elsewhere / "user-f.yaml"))
+
+
+def test_the_contract_context_is_the_interface_the_engine_context_implements(demo) -> None:
+    """``registry.contract.Context`` (method code's type hint) is a Protocol every engine context satisfies; an object
+    missing one of the hook-facing members does not."""
+    from registry.context import Context as EngineContext
+    from registry.contract import Context
+    from registry.loader import load_spec_file
+
+    spec_path = demo[0]
+    ctx = EngineContext(load_spec_file(spec_path), spec_path)
+    assert isinstance(ctx, Context)
+    members = [m for m in vars(Context) if not m.startswith("_")] + list(Context.__annotations__)
+    assert {"pipeline", "models", "spec_file", "report", "figure", "cache_dir", "seed", "quick", "out_dir"} <= set(members)
+    for m in members:  # each member the Protocol names is real on the engine's context
+        assert hasattr(ctx, m), m
+
+    class Partial:
+        spec = file = variant = out_dir = None
+        seed, quick = 0, False
+
+        def pipeline(self, variant=None, **params): ...
+
+    assert not isinstance(Partial(), Context)

@@ -1,4 +1,4 @@
-"""Issue #11 items 11 and 12: every fenced ```yaml / ```python block of README.md and docs/**/*.md runs.
+"""Every fenced ```yaml / ```python block of README.md and docs/**/*.md runs.
 
 * ``python`` blocks are executed (fresh namespace, in a temporary working directory);
 * ``yaml`` blocks are parsed by the spec loader; a block that is a spec (has ``name:``) must pass

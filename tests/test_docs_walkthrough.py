@@ -1,4 +1,4 @@
-"""Issue 41 item 7: every step of docs/plugins.md and docs/writing-a-method.md runs on a freshly scaffolded
+"""Every step of docs/plugins.md and docs/writing-a-method.md runs on a freshly scaffolded
 plugin; `zoo check --measure` prints reproduced metrics ready to paste; the scaffold ships no placeholder URLs;
 the README's `extends:` example passes `zoo check` (a child does not inherit the parent's measured metrics).
 
@@ -188,7 +188,7 @@ def test_inherited_metric_positions_follow_the_kept_entries(tmp_path: Path) -> N
 
 
 def test_readme_states_measured_install_and_first_run_times() -> None:
-    """Issue 41 item 9: the setup paragraph states the measured install time and size, why the venv carries CUDA
+    """The setup paragraph states the measured install time and size, why the venv carries CUDA
     packages, and the cold `zoo run` wall and CPU time, with the commands that measure them ("a few seconds
     after the install" was not true: ~40 s cold)."""
     readme = (REPO / "README.md").read_text()

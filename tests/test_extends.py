@@ -106,13 +106,13 @@ def test_catalog_revalidates_children_when_the_parent_changes(tmp_path: Path, mo
     assert "demo-child" not in cat2.list() and any(b.path == p.resolve() for b in cat2.broken())
 
 
-# ---------------------------------------------------------------- issue #11 item 3
+# ---------------------------------------------------------------- inherited variants and roles
 BUILTIN = Path(__file__).resolve().parents[1] / "specs"
 
 
 def _digits_builds(child: Path, **kw: object) -> None:
     """The child inherits the digits spec's UNet, whose weights file is relative to the parent."""
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import source_dir
 
     spec = load_spec_file(child, **kw)

@@ -1,4 +1,4 @@
-"""Fuzzing the engine with mutations of the shipped specs (issue #8, "done when").
+"""Fuzzing the engine with mutations of the shipped specs.
 
 Every mutated spec goes through the loader and the validator (``load_spec_file`` + ``lint``);
 mutated specs that still validate go through the builder. The invariant: only ``ZooError``
@@ -257,7 +257,7 @@ def check_build(path: Path, folder: Path) -> None:
     spec = check_load_and_lint(path, folder)
     if spec is None:
         return
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.hardware import Machine
 
     cpu = [v for v in spec.variants if spec.hardware[v].accelerator in ("cpu", "any")]

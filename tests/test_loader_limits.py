@@ -1,4 +1,4 @@
-"""Issue #8 item 7: hostile YAML never gets past the loader as anything but a located SpecError.
+"""Hostile YAML never gets past the loader as anything but a located SpecError.
 
 Alias bombs, recursive aliases, deep nesting, bad values under allowed tags, odd
 ``!!binary``/``!!set``/``!!omap`` use, ``extends:`` values no file system accepts and huge

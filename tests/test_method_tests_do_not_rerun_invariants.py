@@ -1,4 +1,4 @@
-"""Issue #9 item 11: method test files never re-run the invariants a spec lists (the conformance
+"""Method test files never re-run the invariants a spec lists (the conformance
 suite already runs each one, under the same Hypothesis profile)."""
 from __future__ import annotations
 

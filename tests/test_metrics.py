@@ -1,4 +1,4 @@
-"""Issue #11 item 8: `zoo metrics` -- paper numbers beside ours, paired by name + dataset + setting,
+"""`zoo metrics` -- paper numbers beside ours, paired by name + dataset + setting,
 with the last value `zoo check` measured (stored with date, machine and versions) and a PNG."""
 from __future__ import annotations
 

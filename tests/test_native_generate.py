@@ -1,4 +1,4 @@
-"""Issue #11 item 14 for AR samplers: ``pipe.native`` of ``ar-decoding`` is the target's own
+"""For AR samplers: ``pipe.native`` of ``ar-decoding`` is the target's own
 transformers ``generate()`` with the sampler's cache and logits processors (temperature, then top-p,
 then seeded Gumbel-max noise), giving the zoo call's tokens for the same seed; tested on a tiny local
 Qwen2 saved with ``save_pretrained`` (random init: high-entropy next-token laws, so seeds and top-p
@@ -49,7 +49,7 @@ def _save_tiny(path: Path, **generation: Any) -> None:
 
 def _build(d: Path) -> Any:
     import zoo
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     (d / "tiny-ar.yaml").write_text(SPEC)

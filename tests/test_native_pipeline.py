@@ -1,4 +1,4 @@
-"""Issue #11 item 14: ``pipe.native`` of a scheduler sampler is a real ``diffusers.DDPMPipeline``
+"""``pipe.native`` of a scheduler sampler is a real ``diffusers.DDPMPipeline``
 with the method's scheduler (F-DPMSolver: ``FDPMSolverScheduler``) and the built UNet, giving the zoo
 call's sample for the same seed; tested on a tiny local UNet2DModel (no hub)."""
 from __future__ import annotations
@@ -39,7 +39,7 @@ def pipe(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from diffusers import UNet2DModel
 
     import zoo
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.loader import load_spec_file
 
     d = tmp_path_factory.mktemp("native")

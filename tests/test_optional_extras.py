@@ -1,4 +1,4 @@
-"""Issue 39 item 5: an optional extra that is not installed means SKIP, never FAIL. With xgboost hidden
+"""An optional extra that is not installed means SKIP, never FAIL. With xgboost hidden
 (its distribution reported missing and ``import xgboost`` failing), `zoo check forestflow` gave 2 passed /
 12 failed with bare ModuleNotFoundErrors and `zoo doctor` still said "runs here". Now: every check that
 needs it is SKIP with the pip command, `zoo run` refuses in one line naming the extra, and `zoo doctor`

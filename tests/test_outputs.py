@@ -1,4 +1,4 @@
-"""Issue #11 item 6 (the shared base): ``registry.outputs.ProcedureOutput`` behaves like diffusers'
+"""``registry.outputs.ProcedureOutput`` behaves like diffusers'
 BaseOutput / transformers' ModelOutput, and ``ImageOutput`` gives ``.images`` / ``.pil_images`` views."""
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_importing_outputs_is_torch_free() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == ["False", "False"]
 
 
-# --- every built-in procedure returns a typed output (issue #11 item 6) ------------------------------
+# --- every built-in procedure returns a typed output ------------------------------
 
 def _builtin_specs() -> list[str]:
     import zoo

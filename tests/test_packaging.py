@@ -36,7 +36,7 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     for weights in (REPO / "specs" / "weights").glob("*.safetensors"):
         assert f"zoo_specs/weights/{weights.name}" in names, weights.name
     assert "zoo/cli.py" in names and "registry/build.py" in names
-    # issue #11 item 5: the static indexes zoo validate reads instead of importing torch
+    # the static indexes zoo validate reads instead of importing torch
     for index in [*(REPO / "zoo").rglob("zoo-index.json"), REPO / "registry" / "library_names.json"]:
         assert str(index.relative_to(REPO)) in names, index
 
@@ -57,7 +57,7 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     assert zoo_file.startswith(str(target)) and specs_dir.startswith(str(target))
     assert int(count) == len(list((REPO / "specs").glob("*.yaml")))
 
-    # issue #11 items 9 and 10: `zoo new` templates and a method's benchmark work from the wheel alone
+    # `zoo new` templates and a method's benchmark work from the wheel alone
     for template in (REPO / "zoo" / "templates").rglob("*.tmpl"):
         assert f"zoo/{template.relative_to(REPO / 'zoo')}" in names, template
     code = (
@@ -72,7 +72,7 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     assert (tmp_path / "new" / "wheel-made" / "wheel_made" / "specs" / "wheel-made.yaml").is_file()
     assert (tmp_path / "bench" / "f-dpmsolver-bench.json").is_file()
 
-    # the moved benchmarks (issue #11 item 9): in the wheel, reachable through `zoo bench`, and the PoE-Bridge
+    # the moved benchmarks: in the wheel, reachable through `zoo bench`, and the PoE-Bridge
     # one builds its models from the wheel's spec and shipped weights
     for pkg in ("poe_bridge", "sae_feature_death", "sae_tm"):
         assert f"zoo/methods/{pkg}/benchmark.py" in names, pkg
@@ -89,7 +89,7 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     assert "| PoE-Bridge K=4 multinomial_exact (paper)   | 1.000 |" in res.stdout
     assert (tmp_path / "bench" / "poe.png").stat().st_size > 5000
 
-    # issue 41 item 10: the cards and their figures ship as zoo_docs, and `zoo report` works from the wheel alone
+    # the cards and their figures ship as zoo_docs, and `zoo report` works from the wheel alone
     for card in (REPO / "docs" / "methods").glob("*.md"):
         assert f"zoo_docs/methods/{card.name}" in names, card.name
     for png in (REPO / "docs" / "methods").glob("*.png"):

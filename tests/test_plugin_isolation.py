@@ -1,4 +1,4 @@
-"""Issue #9 item 12: a plugin whose package fails to import (spec entry point or code entry point)
+"""A plugin whose package fails to import (spec entry point or code entry point)
 does not break ``import zoo``, ``zoo list``, other specs or the resolver; ``zoo doctor`` and
 ``zoo list --broken`` name it with a one-line error."""
 from __future__ import annotations

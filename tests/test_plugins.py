@@ -1,4 +1,4 @@
-"""Issue #11 item 10: third-party method packages.
+"""Third-party method packages.
 
 `zoo new NAME --template sampler|recipe` scaffolds a package that passes the conformance suite as
 generated; an installed plugin (a wheel's layout: package + .dist-info with the `zoo.specs` and

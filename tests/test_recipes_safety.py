@@ -1,4 +1,4 @@
-"""Issue #9 items 7, 9, 6: training recipes cannot corrupt other pipelines (mutates_models,
+"""Training recipes cannot corrupt other pipelines (mutates_models,
 conformance's bit-identical check, produces), batch independence for any procedure,
 tokenizers as roles."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 41 item 10: `zoo report --out site/` writes a static HTML catalog (index with a verdict per method, one
+"""`zoo report --out site/` writes a static HTML catalog (index with a verdict per method, one
 page per spec with its card, variants and fit, paper vs measured with the last `zoo check` value and its
 provenance, the cards' figures copied) that headless Chromium opens from disk with no console errors and
 every image resolved. The Chromium test skips, saying why, where Debian's `chromium` is not installed
@@ -216,7 +216,7 @@ def test_every_page_renders_in_headless_chromium(site: Path, tmp_path: Path) -> 
 
 
 def test_report_asks_the_store_for_the_spec_files_own_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store keyed by spec file (issue 34 item 4) is asked for this file's records: a spec that reuses a
+    """A store keyed by spec file is asked for this file's records: a spec that reuses a
     name never shows another file's measurements."""
     from zoo import report
 

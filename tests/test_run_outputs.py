@@ -1,4 +1,4 @@
-"""Issue 41 item 4: ``zoo run`` prints every output as field names with shapes / dtypes and a short
+"""``zoo run`` prints every output as field names with shapes / dtypes and a short
 summary (it printed a truncated tensor repr for deep-forcing, ipfm, pfgmpp, robuq and unidflow), and
 each of those specs has a useful rendering with an ``--out`` file (PNG, or JSON for unidflow)."""
 from __future__ import annotations

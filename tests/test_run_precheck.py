@@ -1,4 +1,4 @@
-"""Issue 41 item 3: ``zoo run`` checks everything the spec and the static parameter information can
+"""``zoo run`` checks everything the spec and the static parameter information can
 tell before importing torch or building (each of these failed after 45-53 s, torch imported first),
 and ``zoo run NAME --help`` / ``zoo show NAME`` list the method's options with types, defaults and
 bounds. Each command runs in a fresh interpreter whose ``import torch`` raises, so a check that needs

@@ -1,4 +1,4 @@
-"""Issue 42: ``zoo sample`` writes N rows to disk in verified shards, resumable, over processes with torchrun;
+"""``zoo sample`` writes N rows to disk in verified shards, resumable, over processes with torchrun;
 ``zoo.read_samples`` reads them back as the typed output a call returns.
 
 The engine-level tests use the planted samplers of ``tests/fixtures/zoo_sample_plugin``; the real ones use

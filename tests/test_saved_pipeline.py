@@ -1,4 +1,4 @@
-"""Issue 41 item 5: ``Pipeline.save_pretrained(dir)`` / ``zoo.load(dir)`` give back the same pipeline (same
+"""``Pipeline.save_pretrained(dir)`` / ``zoo.load(dir)`` give back the same pipeline (same
 samples for the same seed) for factory-built, derived (``source: role`` + transform) and hub-class roles;
 ``Pipeline.to(device, dtype)``; a trained recipe's output saved and loaded as a variant; a saved folder is
 checked as untrusted input; ``pipe.native.save_pretrained`` writes what ``DiffusionPipeline.from_pretrained``

@@ -1,4 +1,4 @@
-"""Specs are untrusted data (issue #8, items 1-6 and 9): a spec can never run code of its choosing,
+"""Specs are untrusted data : a spec can never run code of its choosing,
 grant its own consent, load pickles or unchecked weights, reach the network, or crash the engine.
 
 The two code-execution attacks (gadget factories, consent in ``zoo check``) are run end to end
@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from registry.build import build_model, build_pipeline
+from registry.build import build_model
+from registry.context import build_pipeline
 from registry.errors import BuildError, ParamError, ResolveError, RunError, ZooError
 from registry.loader import load_spec_file
 from registry.resolve import allow_package, resolve

@@ -1,4 +1,4 @@
-"""Issue #11 item 5: ``zoo validate`` checks procedure parameters, factory configs, registration and
+"""``zoo validate`` checks procedure parameters, factory configs, registration and
 ``model_class`` names statically (from the ``zoo-index.json`` files the packages ship and the
 generated transformers/diffusers name list), with file:line:col, without importing torch."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 41 item 2: a boolean is not a number and a number is not a boolean, wherever a spec or a caller
+"""A boolean is not a number and a number is not a boolean, wherever a spec or a caller
 sets parameters -- ``ProcedureParams``, ``FactoryParams``, per-call inputs -- and numeric strings pass
 only where the command line's strings are parsed (``CliInputs``). ``num_inference_steps: true`` used to
 validate and run one step. The static path (``zoo validate`` through ``zoo-index.json``) agrees."""

@@ -1,4 +1,4 @@
-"""Issue 41 item 8: readable tables (rich, fitted to the terminal; plain in a pipe), `zoo show` shows the metric
+"""Readable tables (rich, fitted to the terminal; plain in a pipe), `zoo show` shows the metric
 setting, `zoo metrics --plot` puts the paper's bar beside ours and the last measurement, torch dtypes are
 accepted, listing filters are validated with did-you-mean, and `--device cuda` on a CPU machine says what
 is missing."""

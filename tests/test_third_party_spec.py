@@ -1,4 +1,4 @@
-"""Issue #2 "done when": a user spec in a temp folder, reusing a built-in implementation with
+"""A user spec in a temp folder, reusing a built-in implementation with
 different parameters, is listed, loaded, run and conformance-checked with no edit to the repo."""
 from __future__ import annotations
 

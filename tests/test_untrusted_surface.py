@@ -1,4 +1,4 @@
-"""Issue 34: the engine's newer surface is untrusted input too — tokenizers loaded outside the builder,
+"""The engine's newer surface is untrusted input too — tokenizers loaded outside the builder,
 hub ids, run-time caches, the metrics store, sizes in free-form configs, ``extends`` chains, files
 inside the spec folder, hub ids / ``requires`` patterns, and ``zoo new`` names. One section per class;
 each test failed on the main branch before the fix (see the issue for the observed failures)."""
@@ -503,7 +503,7 @@ def test_timm_kwargs_are_bounded(kwargs: dict[str, Any], cap: str) -> None:
 
 def test_metric_check_params_are_validated_and_bounded(tmp_path: Path) -> None:
     """`check_params` reached the check function unvalidated (any size, unknown keys as a TypeError)."""
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
 
     line = 'check: "zoo_demo_plugin:sample_mean_abs"}'
     for params, match in [("{n: 1000000000000}", r"check_params\.n: 1,000,000,000,000 is over the limit SPEC_INT"),

@@ -1,4 +1,4 @@
-"""Issue #8 items 11 and 12: text from a spec never reaches the terminal raw, and a spec reads
+"""Text from a spec never reaches the terminal raw, and a spec reads
 files only inside its own folder tree unless the caller allows more."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue #9 items 1, 2, 10: variant status, roles on a subset of variants, offline variant choice."""
+"""Variant status, roles on a subset of variants, offline variant choice."""
 from __future__ import annotations
 
 import warnings
@@ -8,7 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 import zoo
-from registry.build import VariantStatusError, ZooWarning, build_pipeline
+from registry.build import VariantStatusError, ZooWarning
+from registry.context import build_pipeline
 from registry.errors import BuildError, HardwareError, SpecError
 from registry.spec import Spec
 from zoo.cli import main

@@ -1,4 +1,4 @@
-"""Issue #9 items 3, 4: weights from one hub file or a torch checkpoint (weights_only), converters,
+"""Weights from one hub file or a torch checkpoint (weights_only), converters,
 post-load transforms and derived (``from_role``) roles; all on tiny local models, no network."""
 from __future__ import annotations
 

@@ -113,10 +113,10 @@ def load(
     ``Pipeline.save_pretrained``): the first declared variant that fits this machine (or ``variant``), on
     ``device``, in ``dtype`` (a name or a ``torch.dtype``); ``params`` override the default sampler's
     parameters. ``trust_remote_code`` must be given here *and* allowed by the spec (never for a saved folder)."""
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
 
     if _saved_folder(name):
-        from registry.saved import load as load_saved
+        from registry.context import load_saved
 
         return load_saved(name, variant=variant, device=device, dtype=dtype, sampler=sampler, params=params)
     e = entry(name)
@@ -152,7 +152,7 @@ def sample(
     shard; ``exact``: one sampler call per row (a row's bytes then never depend on ``batch_size``, even for a
     batched network); ``params`` override the sampler's parameters as for :func:`load`. See :mod:`registry.sampling`
     (``_cli``: name the options as ``zoo sample``'s flags in errors)."""
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.sampling import run_sample
 
     e = entry(name)

@@ -111,32 +111,16 @@ def fit_here(spec: Any, entry: Entry, variant: str, machine: Any) -> tuple[str, 
 
 
 # ----------------------------------------------------------------------------- cards
-def installed_docs() -> Path | None:
-    """The cards' folder: the ``zoo_docs`` data package of a wheel (located without importing anything), else a
-    checkout's ``docs/``."""
-    from registry.catalog import package_dirs
-
-    root = _checkout_root()
-    dirs = [Path(d) for d in package_dirs("zoo_docs")] + ([root / "docs"] if root is not None else [])
-    return next((d for d in dirs if (d / "methods").is_dir()), None)
-
-
 def card_file(entry: Entry) -> Path | None:
-    """The spec's card: its ``docs:`` path relative to the spec file, else the card of that name among the
-    shipped cards (a wheel, where ``zoo_specs/../docs`` does not exist; or a built-in ``docs:`` written
-    relative to the checkout's root)."""
+    """The spec's card: its ``docs:`` path relative to the spec file (:func:`registry.files.card_path`: confined to
+    the spec's folder tree and the shipped cards; ``zoo validate`` reports one that does not resolve)."""
+    from registry.cards import card_path
+    from registry.loader import origin_dir
+
     spec = entry.spec
     if spec is None or not spec.docs:
         return None
-    here = (entry.path.parent / spec.docs).resolve()
-    if here.is_file():
-        return here
-    docs = installed_docs()
-    if docs is not None and "methods" in Path(spec.docs).parts:
-        alt = docs / "methods" / Path(spec.docs).name
-        if alt.is_file():
-            return alt
-    return None
+    return card_path(entry.path, spec.docs, origin_dir(str(entry.path), ("docs",), Path(entry.path).parent))[0]
 
 
 def _slug(text: str) -> str:

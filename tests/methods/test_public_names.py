@@ -144,7 +144,7 @@ def test_the_removed_digits_unet_path_works_again(tmp_path):
         '      toy: {source: zoo, factory: "zoo.methods.f_dpmsolver.toy:build_digits_unet", config: {block_out_channels: [8, 16], norm_num_groups: 4}}\n'
         'samplers: {f-ddim: {target: "zoo.methods.f_dpmsolver:FDPMSolverSampler", params: {num_inference_steps: 2}}}\n'
         "default: f-ddim\nvariants: [toy]\nhardware: {toy: {accelerator: cpu}}\n")
-    from registry.build import build_pipeline
+    from registry.context import build_pipeline
     from registry.lint import lint
     from registry.loader import load_spec_file
 

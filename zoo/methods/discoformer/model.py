@@ -131,11 +131,6 @@ def build_discoformer(**config: Annotated[object, "validated by DiScoFormerConfi
     return DiScoFormer(**cfg.model_dump()).eval()
 
 
-def parameter_count(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-
 def consistency_loss(model: DiScoFormer, X: torch.Tensor) -> torch.Tensor:
     """The label-free test-time-training loss of the paper (method note section 4.2):
     ``L_con = (1/n) sum_i |S(C, Q)_i - grad_{q_i} T(C, Q)_i|^2`` with ``C = stopgrad(X)``, ``Q = X``."""

@@ -95,8 +95,3 @@ def fmrg_j_limit_endpoint(x1_unguided: torch.Tensor, v: torch.Tensor, y: torch.T
     return y + (x1_unguided - y) * torch.exp(-eta * gramian(v) / tau**2)
 
 
-def tilted_gaussian(mu: torch.Tensor, v: torch.Tensor, y: torch.Tensor, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and variance of the reward-tilted law ``p(x) e^{r(x)}`` for ``p = N(mu, diag v)`` (the sampling target
-    of SMC-style guidance, *not* what the deterministic optimum produces): precision ``1/v + 1/tau^2``."""
-    var = 1.0 / (1.0 / v + 1.0 / tau**2)
-    return var * (mu / v + y / tau**2), var

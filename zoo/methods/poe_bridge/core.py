@@ -167,18 +167,6 @@ def repo_energy(ar_logits_at_x: torch.Tensor, dlm_logits_at_x: torch.Tensor, len
     return s / lengths.clamp_min(1).double() if length_normalize else s
 
 
-def choose_lane(mode: str, *, log_w: torch.Tensor | None = None, energy: torch.Tensor | None = None,
-                generator: torch.Generator | None = None) -> int:
-    """``multinomial_exact``: draw a lane ~ normalised W (paper); ``argmax_logit_diff``: best energy (repo)."""
-    if mode == "multinomial_exact":
-        assert log_w is not None
-        return int(categorical(normalized_weights(log_w).unsqueeze(0), generator)[0])
-    if mode == "argmax_logit_diff":
-        assert energy is not None
-        return int(energy.argmax())
-    raise ValueError(f"unknown lane-choice mode {mode!r}")
-
-
 # ----------------------------------------------------------------------------- temperatures
 def temperature_ladder(n_lanes: int, n_low: int, tau_low: float, tau_high: float, anneal: bool = True) -> list[float]:
     """Per-lane temperatures (paper's mixed-temperature lanes; repo ``anneal_temp``/``n_low_temp_samples``).

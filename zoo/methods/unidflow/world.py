@@ -171,10 +171,6 @@ def target_slice(task: str) -> slice:
     return LAYOUT.text if task in ("und", "txt") else LAYOUT.image
 
 
-def task_index(task: str) -> int:
-    return TASKS.index(task)
-
-
 def example(task: str, scene: Scene, colour: int | None = None) -> list[int]:
     """The full (unmasked) training sequence of one example."""
     if task == "und":

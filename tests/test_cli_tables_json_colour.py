@@ -1,4 +1,4 @@
-"""Issue #11 item 13: aligned tables, ``--json`` on list/show/doctor/check, colour only on a
+"""Aligned tables, ``--json`` on list/show/doctor/check, colour only on a
 terminal (spec text still escaped), and ``zoo show`` / ``zoo doctor`` without importing torch
 (hardware from a torch-free probe: CUDA_VISIBLE_DEVICES, nvidia-smi)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #8 item 13: `--out` paths, broken pipes and `zoo check` on an invalid spec."""
+"""`--out` paths, broken pipes and `zoo check` on an invalid spec."""
 from __future__ import annotations
 
 import os
