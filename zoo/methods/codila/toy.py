@@ -1,7 +1,7 @@
 """The CPU variants of CoDiLA: a tiny bidirectional masked-diffusion LM (the frozen drafter, standing in for
 Dream-Coder) and a tiny ``Qwen2ForCausalLM`` local AR (standing in for Qwen3-0.6B, conditioned through
 ``inputs_embeds`` exactly as the full model would be), over one symbol tokenizer with the letters
-``a b c d`` and the boundary tokens ``<think> </think>``. Trained by ``tools/train_codila_toy.py``.
+``a b c d`` and the boundary tokens ``<think> </think>``. Trained by ``zoo train codila`` (:mod:`.train`).
 """
 from __future__ import annotations
 
