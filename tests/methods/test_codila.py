@@ -139,13 +139,35 @@ def test_topk_sampler_needs_its_own_role() -> None:
 
 
 @pytest.mark.slow
-def test_toy_training_reproduces_byte_for_byte() -> None:
-    """tools/train_codila_toy.py --check re-trains every toy checkpoint on one thread and compares sha256."""
-    import subprocess
-    import sys
-    from pathlib import Path
+def test_toy_training_reproduces_byte_for_byte(capsys) -> None:
+    """`zoo train codila --check` re-trains all six toy checkpoints on one thread and matches the spec's sha256."""
+    from zoo.cli import main
 
-    root = Path(__file__).resolve().parents[2]
-    r = subprocess.run([sys.executable, str(root / "tools" / "train_codila_toy.py"), "--check"], capture_output=True,
-                       text=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert main(["train", "codila", "--check"]) == 0
+    ok = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("OK ")]
+    assert len(ok) == 6, ok
+
+
+def test_bench_writes_only_into_out_dir(tmp_path, monkeypatch) -> None:
+    """`zoo bench codila --quick` (fewer samples here) writes its table, JSON and PNG into --out-dir and nothing into
+    the current folder; the counters of the deterministic schedules are exact."""
+    from zoo.cli import main
+
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert main(["bench", "codila", "--quick", "--samples", "8", "--taus", "0.75", "--out-dir", str(out)]) == 0
+    assert list(cwd.iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == ["codila-bench.json", "codila-bench.md", "codila-bench.png"]
+    import json
+
+    doc = json.loads((out / "codila-bench.json").read_text())
+    assert doc["quick"] is True and doc["options"] == {"samples": 8, "taus": [0.75]}
+    res = doc["result"]
+    rows = {r["method"]: r for r in res["xor"]}
+    assert rows["DLM sequential (1 tok/fwd)"]["tokens_per_dlm_forward"] == 1.0
+    assert rows["CoDiLA static B=2 (paper)"]["tokens_per_dlm_forward"] == 2.0
+    assert rows["CoDiLA static B=4"]["tokens_per_dlm_forward"] == 4.0
+    assert [r["method"] for r in res["xor"] if "dynamic" in r["method"]] == ["CoDiLA dynamic B=4 tau=0.75"]
+    assert len(res["trap"]) == 4 and all(r["samples"] == 8 for r in res["xor"] + res["trap"])
+    assert "block-vs-token loss gap" in (out / "codila-bench.md").read_text()

@@ -15,23 +15,21 @@ Also the trained block-vs-token loss gap on fully masked XOR words (Theorem 3.2:
 paper's HumanEval syntax-error rates (Dream-Coder 18 / 38 / 70 % vs CoDiLA 4 / 13 / 16 % at K = B = 2 / 4 / 8)
 printed beside the toy's invalid-sample rates.
 
-    zoo bench codila --samples 512            # the spec's numbers
-    zoo bench codila --quick                  # 64 samples
-    python tools/bench_codila.py [options]    # the same from a checkout, PNG into docs/methods/
+    zoo bench codila --samples 512 [--out-dir docs/methods]   # the spec's numbers; codila-bench.png into --out-dir
+    zoo bench codila --quick                                  # 64 samples, three tau values
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick
+from pydantic import Field
 
-QUICK = {"samples": 64, "taus": "0.5,0.75,1.0"}
+from registry.contract import Options, benchmark
+
 PAPER_SYNTAX_ERRORS = {2: (18, 4), 4: (38, 13), 8: (70, 16)}  # K = B: (Dream-Coder %, CoDiLA %)
 
 
@@ -121,22 +119,18 @@ def plot(res: dict, path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark (``zoo bench codila [--quick] [options]``): prints the tables, writes the PNG."""
-    ap = argparse.ArgumentParser(prog="zoo bench codila", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", type=int, default=512, help="unconditional samples per row (one generator, seeded)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--taus", default="0.5,0.75,1.0,1.4", help="dynamic-schedule thresholds (nats), comma-separated")
-    ap.add_argument("--spec", default="codila", help="spec name or YAML path")
-    ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
-    ap.add_argument("--png", type=Path, default=Path("codila-bench.png"), help="PNG output path")
-    args = parse_with_quick(ap, argv, QUICK, "64 samples per row, three tau values")
+class BenchOptions(Options):
+    samples: int = Field(512, ge=1, le=65_536, description="unconditional samples per row (one generator, seeded)")
+    taus: list[Annotated[float, Field(ge=0, le=100)]] = Field([0.5, 0.75, 1.0, 1.4], min_length=1, max_length=16,
+                                                            description="dynamic-schedule entropy thresholds (nats)")
+    quick: ClassVar[dict[str, Any]] = {"samples": 64, "taus": [0.5, 0.75, 1.0]}
 
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """CoDiLA's schedules against DLM parallel / sequential decoding on the XOR-words and trap toys, the block-vs-token
+    loss gap and the paper's syntax-error rates beside the toy's (--quick: 64 samples, three tau values)."""
     import torch
-
-    import zoo
 
     from .core import log_uniform
     from .metrics import _task
@@ -145,20 +139,20 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     t0 = time.time()
-    taus = [float(t) for t in args.taus.split(",") if t]
-    res: dict = {"samples": args.samples, "seed": args.seed}
-    xor = zoo.load(args.spec, variant="toy", device="cpu")
-    res["xor"] = run_table(xor, _rows_xor(xor, taus), _task(xor), args.samples, args.seed)
-    trap = zoo.load(args.spec, variant="toy-trap", device="cpu")
-    res["trap"] = run_table(trap, _rows_trap(trap), _task(trap), args.samples, args.seed)
+    samples, seed, taus = opts.samples, ctx.seed, list(opts.taus)
+    res: dict = {"samples": samples, "seed": seed}
+    xor = ctx.pipeline("toy")
+    res["xor"] = run_table(xor, _rows_xor(xor, taus), _task(xor), samples, seed)
+    trap = ctx.pipeline("toy-trap")
+    res["trap"] = run_table(trap, _rows_trap(trap), _task(trap), samples, seed)
     dlm, ar = xor.models["dlm"], xor.models["local_ar"]
     tok = dlm.zoo_tokenizer
     ex = excluded_ids(tok, tok.mask_token_id, tok.think_ids, allow_eos=False)
-    res["loss_gap"] = loss_gap(dlm, ar, _task(xor), tok, 4096, 2, args.seed, tok.think_ids, ex)
-    res["loss_gap_top1"] = loss_gap(dlm, xor.models["local_ar_top1"], _task(xor), tok, 4096, 2, args.seed, tok.think_ids, ex,
+    res["loss_gap"] = loss_gap(dlm, ar, _task(xor), tok, 4096, 2, seed, tok.think_ids, ex)
+    res["loss_gap_top1"] = loss_gap(dlm, xor.models["local_ar_top1"], _task(xor), tok, 4096, 2, seed, tok.think_ids, ex,
                                     conditioning="topk", topk=1)
     res["seconds"] = time.time() - t0
-    text = [print_table(f"\nXOR-words toy ({args.samples} unconditional samples, seed {args.seed}; one CPU thread, torch "
+    text = [print_table(f"\nXOR-words toy ({samples} unconditional samples, seed {seed}; one CPU thread, torch "
                         f"{torch.__version__})", res["xor"])]
     m = matched_dynamic(res["xor"])
     res["dynamic_matched"] = m
@@ -167,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         text.append(f"dynamic at matched validity ({m['method']}): validity {m['validity']:.3f} vs sequential "
                     f"{seq['validity']:.3f}; tokens per DLM forward {m['tokens_per_dlm_forward']:.2f} vs 1.00 "
                     f"(DLM forwards {m['dlm_forwards']:.2f} vs {seq['dlm_forwards']:.2f}, + {m['ar_forwards']:.2f} AR forwards)")
-    text.append(print_table(f"\ntrap toy ({args.samples} samples): top-1 conditioning is bounded by 0.5 on the target word",
+    text.append(print_table(f"\ntrap toy ({samples} samples): top-1 conditioning is bounded by 0.5 on the target word",
                             res["trap"]))
     lg = res["loss_gap"]
     text.append(f"\nblock-vs-token loss gap on fully masked XOR words (4096 blocks): token NLL {lg['token_nll']:.4f}, "
@@ -183,7 +177,6 @@ def main(argv: list[str] | None = None) -> int:
         toy_c = f"{100 * (1 - cod[k]['validity']):.1f}" if k in cod else "-"
         toy_d = f"{100 * (1 - par['validity']):.1f}" if k == 2 else "-"
         text.append(f"| {k:>3} | {pd:>11} | {pc:>14} | {toy_d:>18} | {toy_c:>19} |")
-    from zoo.common.bench_output import write_outputs
-
-    write_outputs(res, "\n".join(text), plot, str(args.png.parent), args.png.name, str(args.json) if args.json else None)
-    return 0
+    ctx.report("\n".join(text))
+    plot(res, ctx.figure("codila-bench.png"))
+    return res

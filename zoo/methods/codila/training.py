@@ -1,4 +1,4 @@
-"""Training of the CoDiLA toys (used by ``tools/train_codila_toy.py`` and the ``train-local-ar`` recipe).
+"""Training of the CoDiLA toys (used by ``zoo train codila``, :mod:`.train`, and the ``train-local-ar`` recipe).
 
 * The DLM (drafter): the MDLM/LLaDA objective (:func:`zoo.common.masked_dlm.masked_diffusion_loss`, 1/t
   weighting, linear schedule) on sequences of the toy law after a BOS.

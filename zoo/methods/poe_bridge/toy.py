@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, factory
+from registry.contract import factory
 from zoo.common.masked_dlm import TinyMaskedLM
+from zoo.common.toy_lm import MaskedLMSize, Qwen2Size, build_masked_lm, build_qwen2, sized
 from zoo.common.toy_text import ArithTokenizer
 
 from .columns import ColumnTokenizer
@@ -39,17 +39,12 @@ AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num
 DLM_CONFIG = dict(d_model=64, n_layers=2, n_heads=4, d_ff=192, max_len=64)
 
 
-class ToyARConfig(FactoryParams):
-    """``config`` of :func:`build_ar` (bounded: the toy runs on a CPU)."""
+class ToyARConfig(sized(Qwen2Size, AR_CONFIG)):
+    """``config`` of :func:`build_ar`: the size fields of :class:`~zoo.common.toy_lm.Qwen2Size` (its bounds) with this
+    toy's defaults, and the task's."""
 
     task: Literal["steps", "columns"] = Field("steps", description="toy task (:func:`toy_tokenizer`)")
     digits: int = Field(3, ge=1, le=64)
-    hidden_size: int = Field(AR_CONFIG["hidden_size"], ge=8, le=4096)
-    intermediate_size: int = Field(AR_CONFIG["intermediate_size"], ge=8, le=16384)
-    num_hidden_layers: int = Field(AR_CONFIG["num_hidden_layers"], ge=1, le=64)
-    num_attention_heads: int = Field(AR_CONFIG["num_attention_heads"], ge=1, le=64)
-    num_key_value_heads: int = Field(AR_CONFIG["num_key_value_heads"], ge=1, le=64)
-    max_position_embeddings: int = Field(AR_CONFIG["max_position_embeddings"], ge=8, le=8192)
     max_new_tokens: int = Field(TOY_MAX_NEW_TOKENS, ge=1, le=4096,
                                 description="answer region (answer + EOS padding): the generation length the model reads")
     init_seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the random initialisation (training; loaded weights replace it)")
@@ -62,15 +57,11 @@ class ToyDLMQwen2Config(ToyARConfig):
                                "initialised from the AR target, as Dream-7B is from Qwen2.5-7B)")
 
 
-class ToyDLMConfig(FactoryParams):
-    """``config`` of :func:`build_dlm`."""
+class ToyDLMConfig(sized(MaskedLMSize, DLM_CONFIG)):
+    """``config`` of :func:`build_dlm`: the size fields of :class:`~zoo.common.toy_lm.MaskedLMSize` with this toy's
+    defaults, and the digits."""
 
     digits: int = Field(3, ge=1, le=9)
-    d_model: int = Field(DLM_CONFIG["d_model"], ge=8, le=4096)
-    n_layers: int = Field(DLM_CONFIG["n_layers"], ge=1, le=64)
-    n_heads: int = Field(DLM_CONFIG["n_heads"], ge=1, le=64)
-    d_ff: int = Field(DLM_CONFIG["d_ff"], ge=8, le=16384)
-    max_len: int = Field(DLM_CONFIG["max_len"], ge=8, le=8192)
 
 
 @factory(params=ToyARConfig)
@@ -79,30 +70,16 @@ def build_ar(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, init_see
     """Tiny ``Qwen2ForCausalLM`` over the toy tokenizer (random init from ``init_seed``; weights come from the
     spec) for the toy ``task`` (:func:`toy_tokenizer`); ``max_new_tokens`` becomes its
     ``generation_config.max_new_tokens``."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    tok = toy_tokenizer(task, digits)
-    cfg = dict(AR_CONFIG)
-    cfg.update(config)
-    conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                       pad_token_id=tok.pad_token_id, tie_word_embeddings=True, **cfg)
-    torch.manual_seed(init_seed)
-    model = Qwen2ForCausalLM(conf).eval()
+    model = build_qwen2(toy_tokenizer(task, digits), {**AR_CONFIG, **config}, seed=init_seed)
     model.generation_config.max_new_tokens = max_new_tokens
-    model.zoo_tokenizer = tok
     return model
 
 
 @factory(params=ToyDLMConfig)
 def build_dlm(digits: int = 3, **config) -> nn.Module:
     """Tiny :class:`~zoo.common.masked_dlm.TinyMaskedLM` (no time input) over the toy tokenizer."""
-    tok = ArithTokenizer(digits)
-    cfg = dict(DLM_CONFIG)
-    cfg.update(config)
-    torch.manual_seed(0)
-    model = TinyMaskedLM(tok.vocab_size, tok.mask_token_id, **cfg).eval()
+    model = build_masked_lm(ArithTokenizer(digits), {**DLM_CONFIG, **config})
     model.zoo_max_new_tokens = TOY_MAX_NEW_TOKENS
-    model.zoo_tokenizer = tok
     return model
 
 
@@ -119,21 +96,12 @@ def build_dlm_qwen2(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, i
     (transformers' bidirectional-mask path for decoder-only models) and every attention module's ``is_causal`` flag off (SDPA would otherwise apply a
     causal mask when no explicit mask is built). Trained by ``tools/train_poe_bridge_equal.py``.
     """
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     tok = toy_tokenizer(task, digits)
-    cfg = dict(AR_CONFIG)
-    cfg.update(config)
-    conf = Qwen2Config(vocab_size=tok.vocab_size, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                       pad_token_id=tok.pad_token_id, tie_word_embeddings=True, is_causal=False,
-                       mask_token_id=tok.mask_token_id, **cfg)
-    torch.manual_seed(init_seed)
-    model = Qwen2ForCausalLM(conf).eval()
+    model = build_qwen2(tok, {**AR_CONFIG, **config}, seed=init_seed, is_causal=False, mask_token_id=tok.mask_token_id)
     for module in model.modules():
         if hasattr(module, "is_causal"):
             module.is_causal = False
     model.mask_token_id = tok.mask_token_id
     model.shift_logits = shift_logits
     model.zoo_max_new_tokens = max_new_tokens
-    model.zoo_tokenizer = tok
     return model
