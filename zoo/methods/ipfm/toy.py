@@ -1,5 +1,5 @@
 """The shipped IPFM toy generator: a one-step ``G(z) = f_theta(z, sigma_init)`` (an EDM-preconditioned MLP) distilled
-from the exact PFGM++ teacher of gmm3 at D = 16 by ``tools/train_ipfm_toy.py``, and its one-step sampler."""
+from the exact PFGM++ teacher of gmm3 at D = 16 by ``zoo train ipfm``, and its one-step sampler."""
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -10,8 +10,7 @@ from pydantic import Field
 from registry.contract import Procedure, ProcedureParams, factory, summarize
 from registry.limits import Rows
 from zoo.common.output import SamplesCli
-from zoo.methods.pfgmpp.sampler import SampleOutput
-from zoo.methods.pfgmpp.toy import AnalyticPFGMPP, EDMField
+from zoo.common.pfgmpp import AnalyticPFGMPP, EDMField, SampleOutput
 
 from .distill import generator_samples
 
