@@ -38,16 +38,17 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, factory
+from registry.contract import FactoryParams, factory, summarize
 from registry.outputs import ProcedureOutput
 
 from .gmm import TOY_MIXTURES, GaussianMixture, _as_sigma, build_mixture, sliced_wasserstein2
 from .mlp_diffusion import MLPDenoiser
+from .output import SamplesCli
 
 __all__ = [
     "gamma_sample", "pfgmpp_noise", "pfgmpp_radius_cdf", "pfgmpp_log_kernel", "pfgmpp_denoise",
     "DValue", "RING8", "as_D", "make_mixture", "AnalyticPFGMPP", "TeacherConfig", "analytic_pfgmpp", "edm_coefficients", "EDMField",
-    "karras_sigmas", "SampleOutput", "heun_sample", "NFE_STEPS", "quality", "teacher_quality", "data_quality",
+    "karras_sigmas", "SampleOutput", "heun_sample", "ToySamplesCli", "NFE_STEPS", "quality", "teacher_quality", "data_quality",
 ]
 
 
@@ -289,6 +290,32 @@ def heun_sample(model: Any, x_T: torch.Tensor, sigmas: list[float]) -> tuple[tor
         else:
             x = x_euler
     return x, nfe
+
+
+class ToySamplesCli:
+    """``zoo run NAME --n N --out samples.png`` for a sampler of the 2-D toy (mixed into a ``Procedure`` whose
+    ``__call__(seed=, num_samples=)`` returns a :class:`SampleOutput`): the header line of :meth:`cli_head`, the output
+    summary, then the samples scored against the ``teacher`` role's exact data law (``samples_report``)."""
+
+    CliInputs = SamplesCli
+
+    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
+        return {"num_samples": batch_size}
+
+    def cli_head(self, out: SampleOutput, n: int) -> str:
+        raise NotImplementedError
+
+    def run_cli(self, inputs: Any, seed: int) -> str:
+        from .toys2d import samples_report
+
+        ci = inputs if inputs is not None else self.CliInputs()
+        out = self(seed=seed, num_samples=ci.n)  # type: ignore[operator]
+        head = self.cli_head(out, ci.n)
+        lines = [head, summarize(out)]
+        gmm = getattr(self.models["teacher"], "gmm", None)  # type: ignore[attr-defined]
+        if gmm is not None:
+            lines += samples_report(gmm, out.samples, seed, ci.out, title=head)
+        return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- sample quality on the toy

@@ -9,18 +9,17 @@ only change from diffusion is the prior: ``x_T`` is a kernel sample around 0 at 
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import torch
 from pydantic import Field, model_validator
 
-from registry.contract import Procedure, ProcedureParams, summarize
+from registry.contract import Procedure, ProcedureParams
 from registry.limits import Bound, Rows
-from zoo.common.output import SamplesCli
-from zoo.common.pfgmpp import SampleOutput, heun_sample, karras_sigmas
+from zoo.common.pfgmpp import SampleOutput, ToySamplesCli, heun_sample, karras_sigmas
 
 
-class PFGMPPSampler(Procedure):
+class PFGMPPSampler(ToySamplesCli, Procedure):
     """PFGM++ sampling: heavy-tailed prior at ``r_max = sigma_max sqrt(D)`` + Heun on the Karras grid (D from the model)."""
 
     kind = "sampler"
@@ -51,21 +50,7 @@ class PFGMPPSampler(Procedure):
         x, nfe = heun_sample(model, x_T, karras_sigmas(p.num_steps, p.sigma_min, p.sigma_max, p.rho))
         return SampleOutput(samples=x, nfe=nfe)
 
-    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
-        return {"num_samples": batch_size}
-
-    CliInputs = SamplesCli
-
-    def run_cli(self, inputs: Any, seed: int) -> str:
+    def cli_head(self, out: SampleOutput, n: int) -> str:
         """``zoo run pfgmpp --n 2000 --out samples.png``: sample, then score against the exact data law."""
-        from zoo.common.toys2d import samples_report
-
-        ci = inputs if inputs is not None else self.CliInputs()
-        out = self(seed=seed, num_samples=ci.n)
         teacher, p = self.models["teacher"], self.params
-        head = f"PFGM++ Heun (D = {getattr(teacher, 'D', '?')}, {p.prior} prior, NFE {out.nfe}), {ci.n} samples"
-        lines = [head, summarize(out)]
-        gmm = getattr(teacher, "gmm", None)
-        if gmm is not None:
-            lines += samples_report(gmm, out.samples, seed, ci.out, title=head)
-        return "\n".join(lines)
+        return f"PFGM++ Heun (D = {getattr(teacher, 'D', '?')}, {p.prior} prior, NFE {out.nfe}), {n} samples"
