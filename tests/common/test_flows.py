@@ -8,7 +8,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from zoo.common.exact import check_ks, ks_pvalue
-from zoo.common.flows import gamma_sample, pfgmpp_denoise, pfgmpp_log_kernel, pfgmpp_noise, pfgmpp_radius_cdf, rf_flow_map, rf_velocity
+from zoo.common.flows import rf_flow_map, rf_velocity
+from zoo.common.pfgmpp import gamma_sample, pfgmpp_denoise, pfgmpp_log_kernel, pfgmpp_noise, pfgmpp_radius_cdf
 from zoo.common.gmm import GaussianMixture
 from zoo.common.toys2d import random_rotated_mixtures
 

@@ -15,8 +15,8 @@ import zoo
 from registry.errors import ZooError
 from zoo.cli import main
 from zoo.methods.ipfm import distill, ipfm_loss, sid_loss, steps_to_threshold
-from zoo.methods.pfgmpp import AnalyticPFGMPP, PFGMPPSampler, heun_sample, karras_sigmas
-from zoo.methods.pfgmpp.toy import TeacherConfig
+from zoo.common.pfgmpp import AnalyticPFGMPP, TeacherConfig, heun_sample, karras_sigmas
+from zoo.methods.pfgmpp import PFGMPPSampler
 
 
 def test_teacher_config_validates_D():
@@ -68,7 +68,7 @@ def test_sampler_params_are_validated():
 
 def test_more_teacher_steps_are_closer_to_the_data():
     """The exact-teacher Heun sampler improves with NFE on gmm3 at D = 16 (SW2 at NFE 17 < NFE 9 < NFE 5)."""
-    from zoo.methods.pfgmpp.evaluate import teacher_quality
+    from zoo.common.pfgmpp import teacher_quality
 
     t = AnalyticPFGMPP("gmm3", 16)
     sw = [teacher_quality(t, k, n=400)["sw2"] for k in (5, 9, 17)]
@@ -136,18 +136,17 @@ def test_cli_run_pfgmpp(capsys):
 @pytest.mark.slow
 def test_bench_quick(tmp_path):
     """``zoo bench ipfm --quick`` writes the table, the PNG and the JSON with one row per D."""
-    from zoo.methods.ipfm.benchmark import main as bench_main
-
-    assert bench_main(["--quick", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
-    res = json.loads((tmp_path / "r.json").read_text())
+    assert main(["bench", "ipfm", "--quick", "--out-dir", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "ipfm-bench.json").read_text())["result"]
     assert [r["D"] for r in res["rows"]] == ["16", "inf"] and (tmp_path / "ipfm.png").exists()
+    assert "| 16 | IPFM |" in (tmp_path / "ipfm-bench.md").read_text()
 
 
 def test_shipped_generator_is_one_step_and_trained():
     """The shipped generator costs one call and is far closer to the data than the same network untrained
     (SW2 on 1000 samples: trained < 0.3, a freshly initialised one > 0.5)."""
     from zoo.methods.ipfm.toy import OneStepSampler, build_generator
-    from zoo.methods.pfgmpp.evaluate import quality
+    from zoo.common.pfgmpp import quality
 
     pipe = zoo.load("ipfm", variant="toy")
     proc = pipe.samplers["one-step"]
@@ -158,3 +157,31 @@ def test_shipped_generator_is_one_step_and_trained():
     torch.manual_seed(0)
     fresh = OneStepSampler({"teacher": teacher, "generator": build_generator()}, OneStepSampler.Params())
     assert quality(fresh(seed=5, num_samples=1000).samples, teacher, ref)["sw2"] > 0.5
+
+
+@pytest.mark.parametrize("old, name", [("zoo.methods.pfgmpp", "AnalyticPFGMPP"), ("zoo.methods.pfgmpp", "heun_sample"),
+                                       ("zoo.methods.pfgmpp.toy", "analytic_pfgmpp"), ("zoo.methods.pfgmpp.toy", "EDMField"),
+                                       ("zoo.methods.pfgmpp.evaluate", "teacher_quality"), ("zoo.common.flows", "pfgmpp_denoise")])
+def test_moved_pfgmpp_names_are_deprecated_aliases(old, name):
+    """PFGM++ lives in zoo.common.pfgmpp: the old paths still import, warn naming the new one, and give the same object."""
+    import importlib
+
+    import zoo.common.pfgmpp as common
+
+    with pytest.warns(DeprecationWarning, match=f"zoo.common.pfgmpp.{name}"):
+        obj = getattr(importlib.import_module(old), name)
+    assert obj is getattr(common, name)
+
+
+def test_ipfm_reaches_its_teacher_through_zoo_common_only():
+    """No ipfm module imports the pfgmpp method package; its teacher role's factory is zoo.common.pfgmpp's."""
+    from pathlib import Path
+
+    import zoo.methods.ipfm as pkg
+
+    for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        assert "zoo.methods.pfgmpp" not in f.read_text(), f.name
+    teacher = zoo.spec("ipfm").models["teacher"].variants["toy"]
+    assert teacher.factory == "zoo.common.pfgmpp:analytic_pfgmpp"
+    pipe = zoo.load("ipfm", variant="toy")
+    assert type(pipe.samplers["one-step"].models["teacher"]).__module__ == "zoo.common.pfgmpp"

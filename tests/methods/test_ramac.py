@@ -182,10 +182,11 @@ def test_train_recipe_reports_and_leaves_roles_alone() -> None:
 
 
 def test_bench_quick_writes_table_png_and_json(tmp_path: Path) -> None:
-    from zoo.methods.ramac.benchmark import main
+    from zoo.cli import main
 
-    assert main(["--quick", "--n", "200", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
-    res = json.loads((tmp_path / "r.json").read_text())
+    assert main(["bench", "ramac", "--quick", "--n", "200", "--out-dir", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "ramac-bench.json").read_text())["result"]
+    assert "| ramac |" in (tmp_path / "ramac-bench.md").read_text()
     assert set(res["rows"]) >= {"ramac", "bc-only", "risk-neutral", "cvar-no-bc", "behaviour-data"}
     assert (tmp_path / "ramac-bandit.png").stat().st_size > 10_000
     assert res["exact_chain_ood_floor"]["5"] > res["exact_chain_ood_floor"]["20"]

@@ -1,6 +1,6 @@
 """IPFM (Shlenskii & Korotin, arXiv 2509.22454): distilling a PFGM++ teacher into a one-step generator by matching its
 electrostatic field (fake-field fit + generator update), with SiD (Zhou et al., arXiv 2404.04057) as the D -> inf /
-general-alpha form. The teacher and its sampler live in :mod:`zoo.methods.pfgmpp`."""
+general-alpha form. The teacher (PFGM++) lives in :mod:`zoo.common.pfgmpp`; the ``pfgmpp`` spec samples it."""
 from .distill import DistillOutput, IPFMDistill, distill, steps_to_threshold
 from .losses import ipfm_loss, sid_loss
 

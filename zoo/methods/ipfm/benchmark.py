@@ -2,24 +2,25 @@
 Heun sampler at several NFE, for D in {4, 16, 128, inf} on the 2-D ``gmm3`` mixture, plus SiD (alpha = 1.2, the SiD
 default, and alpha = 1) at D = inf. Quality: sliced Wasserstein-2 to exact data samples and the mean exact data
 log-likelihood of the samples; "steps to a quality threshold" per D (the paper's claim: finite D converges faster than
-the diffusion limit) is reported as measured, not gated. Run as ``python tools/bench_ipfm.py`` or ``zoo bench ipfm``."""
+the diffusion limit) is reported as measured, not gated.
+
+    zoo bench ipfm [--quick] [--D 4 16 128 inf] [--steps 800] [--no-sid] [--out-dir docs/methods]   # ipfm.png into --out-dir
+"""
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import torch
+from pydantic import Field
 
-from registry.contract import benchmark
-from zoo.common.bench_output import write_outputs
-from zoo.methods.pfgmpp.evaluate import NFE_STEPS, data_quality, teacher_quality
-from zoo.methods.pfgmpp.toy import AnalyticPFGMPP
+from registry.contract import Options, benchmark
+from zoo.common.pfgmpp import NFE_STEPS, AnalyticPFGMPP, data_quality, teacher_quality
 
 from .distill import distill, steps_to_threshold
 
-def run(Ds: list[str], steps: int, threshold: float, seed: int, n: int, sid: bool, progress: bool = True) -> dict[str, Any]:
+def measure(Ds: list[str], steps: int, threshold: float, seed: int, n: int, sid: bool, progress: bool = True) -> dict[str, Any]:
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     data = data_quality(AnalyticPFGMPP("gmm3", "inf"), n, seed)
@@ -76,26 +77,22 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_ipfm")
-    ap.add_argument("--quick", action="store_true", help="D in {16, inf}, 100 steps, 1000 samples, no SiD runs")
-    ap.add_argument("--D", default="4,16,128,inf", help="comma-separated D values (integers or inf)")
-    ap.add_argument("--steps", type=int, default=800, help="generator steps per run")
-    ap.add_argument("--threshold", type=float, default=0.25, help="SW2 threshold for the steps-to-quality column")
-    ap.add_argument("--n", type=int, default=2000, help="samples per evaluation")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-sid", action="store_true", help="skip the SiD baselines at D = inf")
-    ap.add_argument("--device", default="cpu", help="accepted for tools/device_check.sh; everything runs on CPU")
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for ipfm.png")
-    a = ap.parse_args(argv)
+class BenchOptions(Options):
+    D: list[Annotated[str, Field(pattern=r"^([1-9][0-9]{0,6}|inf)$")]] = Field(
+        ["4", "16", "128", "inf"], min_length=1, max_length=8, description="D values (integers or inf)")
+    steps: int = Field(800, ge=1, le=100_000, description="generator steps per run")
+    threshold: float = Field(0.25, gt=0, le=100.0, description="SW2 threshold for the steps-to-quality column")
+    n: int = Field(2000, ge=16, le=100_000, description="samples per evaluation")
+    sid: bool = Field(True, description="the SiD baselines at D = inf (--no-sid skips them)")
+    quick: ClassVar[dict[str, Any]] = {"D": ["16", "inf"], "steps": 100, "n": 1000, "sid": False}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """One-step IPFM generators vs the exact PFGM++ teacher's Heun sampler for several D on gmm3, plus SiD
+    (alpha = 1.2, 1) at D = inf (--quick: D in {16, inf}, 100 steps, 1000 samples, no SiD runs)."""
     torch.set_num_threads(1)
-    Ds, steps, n, sid = a.D.split(","), a.steps, a.n, not a.no_sid
-    if a.quick:
-        Ds, steps, n, sid = ["16", "inf"], 100, 1000, False
-    res = run(Ds, steps, a.threshold, a.seed, n, sid)
-    write_outputs(res, table(res), plot, a.out_dir, "ipfm.png", a.json)
-    return 0
-
-
+    res = measure(list(opts.D), opts.steps, opts.threshold, ctx.seed, opts.n, opts.sid)
+    ctx.report(table(res))
+    plot(res, ctx.figure("ipfm.png"))
+    return res

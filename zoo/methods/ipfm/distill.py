@@ -13,7 +13,7 @@ Alternating, data-free loop (Shlenskii & Korotin, arXiv 2509.22454, sec. 3-4; co
 
 The generator is ``G_theta(z) = f_theta(z, sigma_init)`` with ``z`` a PFGM++ kernel sample around 0 at ``sigma_init``
 (``r = sigma_init sqrt(D)``) -- SiD's recipe with the Gaussian replaced by the heavy-tailed kernel. The teacher is the
-exact analytic field (:class:`zoo.methods.pfgmpp.toy.AnalyticPFGMPP`), so the generator and fake field are the only
+exact analytic field (:class:`zoo.common.pfgmpp.AnalyticPFGMPP`), so the generator and fake field are the only
 learned parts; unlike the paper they start from scratch (there are no teacher weights to copy) -- a departure.
 """
 from __future__ import annotations
@@ -32,12 +32,10 @@ from registry.limits import Bound, Rows
 CallSteps = Annotated[int, Field(ge=0), Bound("steps")]
 from registry.outputs import ProcedureOutput
 from zoo.common.output import OutPath
-from zoo.common.flows import pfgmpp_noise
+from zoo.common.pfgmpp import AnalyticPFGMPP, DValue, EDMField, as_D, pfgmpp_noise, quality
 from zoo.common.training import EMA
 
 from .losses import ipfm_loss, sid_loss, sid_weight, sigma_lognormal, sigma_sid_tmax
-from zoo.methods.pfgmpp.evaluate import quality
-from zoo.methods.pfgmpp.toy import AnalyticPFGMPP, DValue, EDMField, as_D
 
 
 def kernel_noise(n: int, dim: int, sigmas: torch.Tensor, D: float, generator: torch.Generator) -> torch.Tensor:
@@ -165,7 +163,7 @@ def steps_to_threshold(history: list[dict[str, float]], threshold: float) -> int
 class DistillOutput(ProcedureOutput):
     """One-step ``samples`` of the trained generator, the SW2 / log-likelihood ``history`` per evaluated step, the
     final ``sw2`` and ``loglik``, and the trained generator's ``generator_state`` (a ``state_dict`` of an
-    :class:`~zoo.methods.pfgmpp.toy.EDMField`; a private object, never a cached role)."""
+    :class:`~zoo.common.pfgmpp.EDMField`; a private object, never a cached role)."""
 
     samples: Any = None
     history: Any = None

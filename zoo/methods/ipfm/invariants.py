@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.contract import invariant
-from zoo.common.flows import pfgmpp_denoise, pfgmpp_noise
 from zoo.common.gmm import GaussianMixture, build_mixture
+from zoo.common.pfgmpp import pfgmpp_denoise, pfgmpp_noise
 
 from .losses import ipfm_loss, sid_loss
 

@@ -22,10 +22,10 @@ def distilled_stat(pipeline: Any, recipe: str = "ipfm", stat: str = "sw2") -> fl
 @metric_check
 def shipped_stat(pipeline: Any, stat: str = "sw2", n: int = 2000) -> float:
     """``sw2`` / ``loglik`` of ``n`` one-step samples of the shipped generator (z seed 2, exact reference seed 1: the
-    training run's own evaluation, so the number must equal the one ``tools/train_ipfm_toy.py`` printed)."""
+    training run's own evaluation, so the number must equal the one ``zoo train ipfm`` printed)."""
     import torch
 
-    from zoo.methods.pfgmpp.evaluate import quality
+    from zoo.common.pfgmpp import quality
 
     teacher = pipeline.samplers["one-step"].models["teacher"]
     x = pipeline.samplers["one-step"](seed=2, num_samples=n).samples

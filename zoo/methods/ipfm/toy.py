@@ -1,17 +1,15 @@
 """The shipped IPFM toy generator: a one-step ``G(z) = f_theta(z, sigma_init)`` (an EDM-preconditioned MLP) distilled
-from the exact PFGM++ teacher of gmm3 at D = 16 by ``tools/train_ipfm_toy.py``, and its one-step sampler."""
+from the exact PFGM++ teacher of gmm3 at D = 16 by ``zoo train ipfm``, and its one-step sampler."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams, factory, summarize
+from registry.contract import Procedure, ProcedureParams, factory
 from registry.limits import Rows
-from zoo.common.output import SamplesCli
-from zoo.methods.pfgmpp.sampler import SampleOutput
-from zoo.methods.pfgmpp.toy import AnalyticPFGMPP, EDMField
+from zoo.common.pfgmpp import AnalyticPFGMPP, EDMField, SampleOutput, ToySamplesCli
 
 from .distill import generator_samples
 
@@ -24,7 +22,7 @@ def build_generator(mixture: Literal["gmm3", "gaussian", "ring8"] = "gmm3", widt
     return EDMField(2, sd, width, layers).eval()
 
 
-class OneStepSampler(Procedure):
+class OneStepSampler(ToySamplesCli, Procedure):
     """One model call: ``z`` = PFGM++ kernel sample around 0 at ``sigma_init`` with the teacher role's D, ``x = G(z)``."""
 
     kind = "sampler"
@@ -38,17 +36,6 @@ class OneStepSampler(Procedure):
             x = generator_samples(gen, num_samples, teacher.D, self.params.sigma_init, torch.Generator().manual_seed(seed))
         return SampleOutput(samples=x.double(), nfe=1)
 
-    def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
-        return {"num_samples": batch_size}
-
-    CliInputs = SamplesCli
-
-    def run_cli(self, inputs: Any, seed: int) -> str:
+    def cli_head(self, out: SampleOutput, n: int) -> str:
         """``zoo run ipfm --sampler one-step --n 2000 --out samples.png``: one model call per sample, scored exactly."""
-        from zoo.common.toys2d import samples_report
-
-        ci = inputs if inputs is not None else self.CliInputs()
-        out = self(seed=seed, num_samples=ci.n)
-        teacher = self.models["teacher"]
-        head = f"one-step generator (teacher D = {teacher.D:g}), {ci.n} samples, NFE 1"
-        return "\n".join([head, summarize(out), *samples_report(teacher.gmm, out.samples, seed, ci.out, title=head)])
+        return f"one-step generator (teacher D = {self.models['teacher'].D:g}), {n} samples, NFE 1"

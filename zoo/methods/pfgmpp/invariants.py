@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 
 from registry.contract import invariant
 from zoo.common.exact import ks_pvalue
-from zoo.common.flows import pfgmpp_denoise, pfgmpp_log_kernel, pfgmpp_noise
 from zoo.common.gmm import GaussianMixture, build_mixture
-
-from .sampler import heun_sample, karras_sigmas
+from zoo.common.pfgmpp import heun_sample, karras_sigmas, pfgmpp_denoise, pfgmpp_log_kernel, pfgmpp_noise
 
 _S = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 seeds = st.integers(0, 2**31 - 1)

@@ -5,7 +5,7 @@ from typing import Any
 
 from registry.contract import metric_check
 
-from .evaluate import data_quality, teacher_quality
+from zoo.common.pfgmpp import data_quality, teacher_quality
 
 
 @metric_check

@@ -6,19 +6,20 @@ publishes no toy numbers). Also: the critic-loss pairing check (free quantiles f
 the OOD floor of the T-step reverse chain with the *exact* denoiser (why the toy uses T = 20) and of
 RAFMAC's K-step Euler chain with the exact velocity. With
 ``--retrain`` the five actors are trained again from the seed (the shipped files' recipe) instead of
-loaded; ``--released-pairing`` adds RAMAC trained with the authors' released critic loss. Run as ``python tools/bench_ramac.py`` or ``zoo bench ramac [--quick]``."""
+loaded; ``--released-pairing`` adds RAMAC trained with the authors' released critic loss.
+
+    zoo bench ramac [--quick] [--retrain] [--released-pairing] [--out-dir docs/methods]   # ramac-bandit.png into --out-dir
+"""
 from __future__ import annotations
 
-import argparse
-import math
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import Field
 
-from registry.contract import benchmark
-from zoo.common.bench_output import write_outputs
+from registry.contract import Options, benchmark
 
 from .bandit import OOD_LAW, RISKY_LAW, SAFE_LAW, bandit_dataset, evaluate_actions
 from .procedures import evaluate_actor
@@ -32,16 +33,14 @@ EXPECTED = {"ramac": "CVaR ≈ 4, OOD ≈ 0", "bc-only": "all four modes", "risk
 LEVELS = (0.05, 0.1, 0.5, 0.9)
 
 
-def _actors(retrain: bool, seed: int, quick: bool) -> dict[str, Any]:
+def _actors(ctx: Any, retrain: bool, seed: int, quick: bool) -> dict[str, Any]:
     if retrain:
         from .toy import SHIPPED, train_presets
 
         base = {"steps": 600, "eta_warmup": 400, "eta_ramp": 100} if quick else {}
         return {name: r.actor for name, r in train_presets(seed, tuple(SHIPPED), base, progress=True).items()}
-    import zoo
-
-    pipe = zoo.load("ramac", variant="toy")
-    return {name: pipe.models[role] for name, role in ROLES.items()}
+    models = ctx.models("toy")  # the shipped actors (specs/ramac.yaml)
+    return {name: models[role] for name, role in ROLES.items()}
 
 
 def exact_chain_floor(Ts: tuple[int, ...] = (5, 10, 20), n: int = 2000) -> dict[int, float]:
@@ -104,9 +103,9 @@ def released_pairing_actor(seed: int = 0, quick: bool = False) -> Any:
     return train_presets(seed, ("ramac",), base, progress=True)["ramac"].actor
 
 
-def run(quick: bool = False, retrain: bool = False, seed: int = 0, n: int = 1000, released: bool = False) -> dict[str, Any]:
+def measure(ctx: Any, quick: bool = False, retrain: bool = False, seed: int = 0, n: int = 1000, released: bool = False) -> dict[str, Any]:
     t0 = time.perf_counter()
-    actors = _actors(retrain, seed, quick)
+    actors = _actors(ctx, retrain, seed, quick)
     if released:
         actors["ramac-released-pairing"] = released_pairing_actor(seed, quick)
     rows = {}
@@ -185,21 +184,19 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    from zoo.common.bench_output import parse_with_quick
+class BenchOptions(Options):
+    retrain: bool = Field(False, description="train the five actors from the seed (~5-12 min on one thread) instead of loading the shipped ones")
+    released_pairing: bool = Field(False, description="also train RAMAC with the released RADAC critic pairing (~2-5 min) and score it beside the others")
+    n: int = Field(1000, ge=10, le=1_000_000, description="actions per actor")
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_ramac")
-    ap.add_argument("--retrain", action="store_true", help="train the five actors from the seed (~5-12 min on one thread) instead of loading the shipped ones")
-    ap.add_argument("--released-pairing", action="store_true",
-                    help="also train RAMAC with the released RADAC critic pairing (~2-5 min) and score it beside the others")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=1000, help="actions per actor")
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for ramac-bandit.png")
-    a = parse_with_quick(ap, argv, {}, "fewer fitting steps (and a 600-step schedule with --retrain): seconds")
-    if not math.isfinite(a.n) or not 10 <= a.n <= 1_000_000:
-        ap.error("--n must be in 10 .. 1000000")
-    res = run(a.quick, a.retrain, a.seed, a.n, a.released_pairing)
-    write_outputs(res, table(res), plot, a.out_dir, "ramac-bandit.png", a.json)
-    return 0
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """RAMAC vs BC-only, risk-neutral and CVaR-without-BC actors and RAFMAC on the 2-D risky bandit, the critic-loss
+    pairing check and the chains' exact OOD floors (--quick: fewer fitting steps, and a 600-step schedule with
+    --retrain: seconds)."""
+    res = measure(ctx, ctx.quick, opts.retrain, ctx.seed, opts.n, opts.released_pairing)
+    ctx.report(table(res))
+    plot(res, ctx.figure("ramac-bandit.png"))
+    # the plotted actions stay out of the JSON (1,000 x 2 per actor)
+    return {**res, "rows": {name: {k: v for k, v in r.items() if k != "actions"} for name, r in res["rows"].items()}}

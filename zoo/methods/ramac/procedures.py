@@ -179,7 +179,7 @@ class TrainOutput(ProcedureOutput):
 class Train(Procedure):
     """The RAMAC training recipe (and its baselines through ``lambda_bc`` / ``eta`` / ``risk``) on the 2-D
     risky bandit. Trains *private copies* of the ``actor`` and ``critic`` roles, re-initialised from
-    ``seed`` (``init: scratch``, the default; the same start as ``tools/train_ramac_toy.py``) or starting
+    ``seed`` (``init: scratch``, the default; the same start as ``zoo train ramac``) or starting
     from the roles' weights (``init: finetune``). With the toy defaults, ``seed = 0`` and the ``ramac``
     preset's parameters it reproduces the shipped RAMAC actor bit for bit (``steps`` 3500; slow).
     ``actor: flow`` trains the ``actor-rafmac`` role (RAFMAC's flow-matching actor) instead."""

@@ -1,17 +1,21 @@
 """The CPU variant's training: RAMAC and its baselines on the 2-D risky bandit, sharing one
 ``eta = 0`` warm-up (BC + critic) and then continuing per preset (:class:`~zoo.methods.ramac.train.RamacTrainer`).
-Used by ``tools/train_ramac_toy.py`` (which saves the shipped actors) and the benchmark."""
+Used by the ``zoo train ramac`` recipe :func:`train_toy_actors` (which writes the shipped actors) and the benchmark."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
+from pydantic import Field
+
+from registry.contract import Options, trainer
 
 from .bandit import bandit_dataset
 from .nets import build_actor, build_critic, build_flow_actor
 from .train import PRESETS, RamacTrainer, TrainConfig, TrainResult, reinitialise
 
-__all__ = ["TOY_ACTOR", "TOY_FLOW_ACTOR", "TOY_CRITIC", "FLOW_PRESETS", "SHIPPED", "init_seeds", "train_presets"]
+__all__ = ["TOY_ACTOR", "TOY_FLOW_ACTOR", "TOY_CRITIC", "FLOW_PRESETS", "SHIPPED", "ToyTrainOptions", "init_seeds", "train_presets",
+           "train_toy_actors"]
 
 #: factory configs of the toy's roles (the spec repeats them; a test keeps both equal)
 TOY_ACTOR: dict[str, Any] = {"state_dim": 1, "action_dim": 2, "T": 20, "schedule": "vp", "width": 128, "layers": 3, "time_dim": 16, "max_action": 1.0}
@@ -65,3 +69,36 @@ def train_presets(seed: int = 0, presets: tuple[str, ...] = tuple(PRESETS), base
         cfg = TrainConfig(**{**base, **FLOW_PRESETS[name]})
         out[name] = RamacTrainer(actor, critic, data, cfg, g).run(progress=progress).result()
     return out
+
+
+class ToyTrainOptions(Options):
+    """Which shipped actors one ``training:`` entry of ``specs/ramac.yaml`` trains (the TrainConfig defaults otherwise)."""
+
+    presets: list[Literal["ramac", "bc-only", "risk-neutral", "cvar-no-bc", "rafmac"]] = Field(
+        ["ramac", "bc-only", "risk-neutral", "cvar-no-bc", "rafmac"], min_length=1, max_length=5,
+        description="presets to train (the four diffusion actors share one warm-up; rafmac is a separate run)")
+    progress: bool = Field(True, description="tqdm progress bars")
+
+
+@trainer(options=ToyTrainOptions)
+def train_toy_actors(ctx: Any, opts: ToyTrainOptions) -> None:
+    """Train the toy actors from ``ctx.seed`` (one CPU thread, deterministic) and write each as
+    ``ramac-toy-actor-<preset>.safetensors`` into ``ctx.out_dir``, with its evaluation on 1,000 actions."""
+    import time
+
+    from zoo.common.training import save_checkpoint, setup_deterministic
+
+    from .bandit import evaluate_actions
+
+    presets = tuple(opts.presets)
+    setup_deterministic(ctx.seed)
+    t0 = time.perf_counter()
+    results = train_presets(ctx.seed, presets, {}, progress=opts.progress)
+    print(f"trained {', '.join(presets)} in {time.perf_counter() - t0:.0f} s")
+    for name, res in results.items():
+        save_checkpoint(res.actor.state_dict(), ctx.path(SHIPPED[name]))
+        with torch.no_grad():
+            acts = res.actor(torch.zeros(1000, 1), generator=torch.Generator().manual_seed(1))
+        ev = evaluate_actions(acts, generator=torch.Generator().manual_seed(2))
+        print(f"  {name:13s} CVaR_0.1 {ev['cvar']:+.2f} (exact {ev['exact_cvar']:+.2f})  mean {ev['mean']:+.2f} (exact {ev['exact_mean']:+.2f})  "
+              f"OOD {ev['ood_rate']:.3f}  safe {ev['safe_rate']:.3f}  risky {ev['risky_rate']:.3f}")

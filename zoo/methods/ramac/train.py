@@ -18,7 +18,7 @@ Per gradient step on a batch ``(s, a, r, s', not_done)``:
    when the data has non-terminal transitions.
 
 Every random draw comes from one seeded generator in a fixed order, so a run is reproducible byte for
-byte on one thread (``tools/train_ramac_toy.py --check``).
+byte on one thread (``zoo train ramac --check``).
 """
 from __future__ import annotations
 
