@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from registry.contract import Options, benchmark
+from zoo.common.output import pyplot, save_figure
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
 
@@ -59,12 +60,9 @@ def table(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for m in MODES:
         loss = np.asarray(res["students"][m]["loss"])
@@ -74,10 +72,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("training BCE (last seed)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 class BenchOptions(Options):

@@ -16,6 +16,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import Options, benchmark
+from zoo.common.output import pyplot, save_figure
 
 from .model import exact_flow_map_model
 from .rewards import gramian, lqr_endpoint
@@ -121,10 +122,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     nfes = sorted({r["nfe"] for r in res["gmm3"]["rows"]})
     fig, axes = plt.subplots(2, len(nfes), figsize=(4 * len(nfes), 7.5), squeeze=False)
@@ -146,10 +144,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
             ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("FMRG toy: reward vs on-manifold log-likelihood across guidance strengths (exact flow maps)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 class BenchOptions(Options):

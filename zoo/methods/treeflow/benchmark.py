@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from registry.contract import Options, benchmark
+from zoo.common.output import pyplot, save_figure
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig
@@ -61,10 +62,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     datasets = sorted({r["dataset"] for r in res["rows"]}, key=[r["dataset"] for r in res["rows"]].index)
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False)
@@ -76,10 +74,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
         ax.set_title(ds)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 class BenchOptions(Options):
