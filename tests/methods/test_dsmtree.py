@@ -1,19 +1,14 @@
-"""dsmtree: student objectives' inputs/targets, the cached teacher, the recipe and the benchmark wrapper
+"""dsmtree: student objectives' inputs/targets, the cached teacher, the recipe and the benchmark
 (the spec invariants run in conformance)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from zoo.methods.dsmtree import TreeDistillation, batch_targets, fit_teacher, teacher_prob, xor_task
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -68,11 +63,14 @@ def test_recipe_output_and_bounds():
         TreeDistillation.Params(steps=0)
 
 
-def test_bench_wrapper_runs_all_students(tmp_path):
-    js = tmp_path / "d.json"
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_dsmtree.py"), "--steps", "3", "--n-train", "100",
-                          "--out-dir", str(tmp_path), "--json", str(js)], capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "| student dsm-trajectory [inferred] |" in out.stdout and "| student hard |" in out.stdout
-    assert set(json.loads(js.read_text())["students"]) == {"hard", "kd", "dsm-trajectory", "dsm-clean"}
-    assert (tmp_path / "dsmtree.png").is_file()
+def test_bench_runs_all_students(tmp_path, capsys):
+    """``zoo bench dsmtree`` (tiny sizes): the four students in the table, the JSON and the PNG in --out-dir."""
+    from zoo.cli import main
+
+    assert main(["bench", "dsmtree", "--steps", "3", "--n-train", "100", "--out-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| student dsm-trajectory [inferred] |" in out and "| student hard |" in out
+    doc = json.loads((tmp_path / "dsmtree-bench.json").read_text())
+    assert set(doc["result"]["students"]) == {"hard", "kd", "dsm-trajectory", "dsm-clean"}
+    assert doc["result"]["settings"] == {"steps": 3, "n_train": 100, "seeds": [0]}
+    assert (tmp_path / "dsmtree.png").is_file() and (tmp_path / "dsmtree-bench.md").read_text().startswith("XOR of thresholds")

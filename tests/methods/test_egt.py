@@ -221,14 +221,13 @@ def test_cli_run_prints_the_table_and_writes_the_plot(tmp_path: Path, capsys: py
 
 
 def test_bench_gaussian_only_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from zoo.methods.egt.benchmark import main as bench_main
-
-    assert bench_main(["--no-digits", "--no-ddpm", "--gaussian-steps", "30", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    assert main(["bench", "egt", "--no-digits", "--no-ddpm", "--gaussian-steps", "30", "--out-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "| model |" in text and "proportion baseline" in text and "sampled per-group loss" in text
-    res = json.loads((tmp_path / "r.json").read_text())
+    res = json.loads((tmp_path / "egt-bench.json").read_text())["result"]
     assert set(res["gaussian"]) == {"erm", "proportion", "minmax", "group-dro"} and not res["digits"] and not res["ddpm"]
     assert (tmp_path / "egt.png").stat().st_size > 1000
+    assert not (tmp_path / "egt-digits.png").exists() and not (tmp_path / "egt-ddpm.png").exists()
 
 
 # ----------------------------------------------------------------------------- the digits proxy

@@ -173,13 +173,12 @@ def test_cli_run_prints_reward_and_log_likelihood(capsys: pytest.CaptureFixture[
 
 
 def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from zoo.methods.fmrg.benchmark import main as bench_main
-
-    assert bench_main(["--quick", "--nfe", "3", "--out-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    assert main(["bench", "fmrg", "--quick", "--nfe", "3", "--out-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "| FMRG-J | 3 |" in text and "LQR optimum" in text and "Pareto summary" in text
-    res = json.loads((tmp_path / "r.json").read_text())
-    methods = {r["method"] for r in res["gaussian"]["rows"]}
+    assert "| FMRG-J | 3 |" in text and "LQR optimum" in text and "Pareto summary" in text and "| FMRG-J | 4 |" not in text
+    doc = json.loads((tmp_path / "fmrg-bench.json").read_text())
+    assert doc["quick"] and doc["options"] == {"n": 64, "nfe": [3]}
+    methods = {r["method"] for r in doc["result"]["gaussian"]["rows"]}
     assert methods >= {"FMRG-J", "FMRG-E", "DPS", "best-of-N", "LQR optimum"}
     assert (tmp_path / "fmrg.png").stat().st_size > 1000
 

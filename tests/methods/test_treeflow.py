@@ -14,7 +14,6 @@ from pydantic import ValidationError
 from zoo.methods.treeflow import FlowConfig, TabularFlowGeneration, TreeFlow, XGBConfig, fit_artifact_path, load_split
 from zoo.methods.treeflow import flow as flow_mod
 
-ROOT = Path(__file__).resolve().parents[2]
 TINY = FlowConfig(n_t=4, duplicate_K=3, xgb=XGBConfig(n_estimators=5, max_depth=3), global_trees=10, warm_trees=3)
 
 
@@ -102,14 +101,14 @@ def test_procedure_output_and_parameter_bounds():
         XGBConfig(n_estimators=10**6)
 
 
-def test_bench_runs_and_writes_table_png_json(tmp_path):
-    """``tools/bench_treeflow.py`` (the thin wrapper) runs all three modes in one run and writes the PNG and JSON."""
-    js = tmp_path / "b.json"
-    cmd = [sys.executable, str(ROOT / "tools" / "bench_treeflow.py"), "--datasets", "iris", "--n-t", "3", "--K", "2",
-           "--n-estimators", "3", "--max-depth", "2", "--global-trees", "6", "--warm-trees", "2", "--out-dir", str(tmp_path), "--json", str(js)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "| iris | ForestFlow (per level) |" in out.stdout and "treeflow global [inferred]" in out.stdout
+def test_bench_runs_and_writes_table_png_json(tmp_path, capsys):
+    """``zoo bench treeflow`` (tiny sizes) runs all three modes in one run and writes the table, PNG and JSON."""
+    from zoo.cli import main
+
+    assert main(["bench", "treeflow", "--datasets", "iris", "--n-t", "3", "--K", "2", "--n-estimators", "3", "--max-depth", "2",
+                 "--global-trees", "6", "--warm-trees", "2", "--out-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| iris | ForestFlow (per level) |" in out and "treeflow global [inferred]" in out
     assert (tmp_path / "treeflow.png").stat().st_size > 1000
-    rows = json.loads(js.read_text())["rows"]
+    rows = json.loads((tmp_path / "treeflow-bench.json").read_text())["result"]["rows"]
     assert [r["mode"] for r in rows] == ["per_level", "global", "warm_start"] and rows[0]["fit_ratio"] == 1.0

@@ -57,6 +57,28 @@ def write_json(path: str | Path, data: Any) -> Path:
     return path
 
 
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (figures go to files, never to a screen)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+    """Tight layout, write ``fig`` to ``path`` (creating its folder) at ``dpi``, close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
 class SamplesCli(CliInputs):
     """``zoo run NAME --n 2000 --out samples.png``: how many samples, and an optional picture of them."""
 

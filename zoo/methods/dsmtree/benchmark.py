@@ -1,23 +1,26 @@
 """Benchmark of ``dsmtree``: one XGBoost teacher on the axis-aligned XOR of thresholds, four students in one run
 (hard labels, plain KD, dsm-trajectory and dsm-clean [inferred]), test accuracy, gap to the teacher, agreement,
-wall time. Writes ``dsmtree.png`` (training loss per student). Run as ``python tools/bench_dsmtree.py`` or
-``zoo bench dsmtree [--quick]``."""
+wall time. Writes ``dsmtree.png`` (training loss per student). Run as
+``zoo bench dsmtree [--quick] [--seeds 0 1 2] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
+from zoo.common.output import pyplot, save_figure
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
 
 MODES = ("hard", "kd", "dsm-trajectory", "dsm-clean")
 
 
-def run(steps: int, n_train: int, seeds: list[int]) -> dict[str, Any]:
+def measure(steps: int, n_train: int, seeds: list[int]) -> dict[str, Any]:
+    """One teacher per seed, the four students on its task; accuracy, agreement and wall time per student."""
     t0 = time.perf_counter()
     rows: dict[str, dict[str, list[float]]] = {m: {"acc": [], "agree": [], "s": [], "loss": []} for m in MODES}
     teacher_acc = []
@@ -35,7 +38,7 @@ def run(steps: int, n_train: int, seeds: list[int]) -> dict[str, Any]:
             rows[m]["agree"].append(float((sp == tp).mean()))
             rows[m]["s"].append(time.perf_counter() - t1)
             rows[m]["loss"] = r.losses
-            print(f"  seed {seed} {m:15s} acc {rows[m]['acc'][-1]:.4f}", flush=True)
+            print(f"  seed {seed} {m:15s} acc {rows[m]['acc'][-1]:.4f}", file=sys.stderr, flush=True)
     return {"teacher_acc": teacher_acc, "students": rows, "settings": {"steps": steps, "n_train": n_train, "seeds": seeds},
             "seconds": time.perf_counter() - t0}
 
@@ -57,12 +60,9 @@ def table(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for m in MODES:
         loss = np.asarray(res["students"][m]["loss"])
@@ -72,21 +72,22 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("training BCE (last seed)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_dsmtree")
-    ap.add_argument("--steps", type=int, default=3000, help="Adam steps per student (default 3000)")
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for dsmtree.png")
-    a = parse_with_quick(ap, argv, {"steps": 300}, "300 steps per student")
-    res = run(a.steps, a.n_train, a.seeds)
-    write_outputs(res, table(res), plot, a.out_dir, "dsmtree.png", a.json)
-    return 0
+class BenchOptions(Options):
+    steps: int = Field(3000, ge=1, le=1_000_000, description="Adam steps per student")
+    n_train: int = Field(2000, ge=10, le=1_000_000, description="training points of the XOR task")
+    seeds: list[Annotated[int, Field(ge=0, le=2**31 - 1)]] | None = Field(
+        None, min_length=1, max_length=32, description="task/teacher/student seeds, averaged (none: [--seed])")
+    quick: ClassVar[dict[str, Any]] = {"steps": 300}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """dsmtree: one XGBoost teacher on the XOR of thresholds, four students (hard labels, plain KD, dsm-trajectory,
+    dsm-clean [inferred]): test accuracy, gap to the teacher, agreement, wall time (--quick: 300 steps per student)."""
+    res = measure(opts.steps, opts.n_train, list(opts.seeds) if opts.seeds else [ctx.seed])
+    ctx.report(table(res))
+    plot(res, ctx.figure("dsmtree.png"))
+    return res

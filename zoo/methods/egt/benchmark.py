@@ -3,28 +3,28 @@ closed-form Gaussian toy, beside the shared note's numbers and the exact min–m
 digits proxy (per-digit held-out denoising loss and classifier recall, before/after ERM, min–max and
 group-DRO fine-tuning of the shared DiT). Between them, the note's §6b mixture DDPM
 (per-group excess denoising loss against the analytic optimal denoiser). Writes ``egt.png`` (per-group
-KL vs step), ``egt-ddpm.png`` (per-group excess vs step) and ``egt-digits.png`` (per-digit training loss vs step). Run as ``python tools/bench_egt.py`` or
-``zoo bench egt [--quick]``."""
+KL vs step), ``egt-ddpm.png`` (per-group excess vs step) and ``egt-digits.png`` (per-digit training loss vs step). Run as
+``zoo bench egt [--quick] [--no-digits] [--no-ddpm] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
 
 from .procedures import DigitsFairness, GaussianFairness, MixtureDDPMFairness
 from .report import format_ddpm, format_digits, format_gaussian, plot_ddpm, plot_digits, plot_history
 
 
-def run(quick: bool = False, digits: bool = True, digits_steps: int = 300, seed: int = 0, gaussian_steps: int = 3000,
-        ddpm: bool = True) -> dict[str, Any]:
-    """The Gaussian recipes (exact loss, 3,000 SGD steps; sampled-loss ablations); with ``ddpm`` the
-    §6b mixture DDPM (ERM, min–max on excess and on raw losses, group-DRO; ``quick``: 1,000 + 500
-    steps); with ``digits`` the three digits fine-tunings (``digits_steps`` Adam steps each; ``quick``:
-    30 steps, 10 samples per class)."""
+def measure(dit: Callable[[], Any] | None = None, digits_steps: int = 300, per_class: int = 50, seed: int = 0,
+            gaussian_steps: int = 3000, ddpm: bool = True, ddpm_pretrain_steps: int = 3000, ddpm_steps: int = 1500) -> dict[str, Any]:
+    """The Gaussian recipes (exact loss, ``gaussian_steps`` SGD steps; sampled-loss ablations); with ``ddpm`` the
+    §6b mixture DDPM (ERM, min–max on excess and on raw losses, group-DRO; ``ddpm_pretrain_steps`` +
+    ``ddpm_steps``); with ``dit`` (a callable giving the shared DiT, called after the DDPM runs) the three digits
+    fine-tunings (``digits_steps`` Adam steps each, ``per_class`` recall samples per class)."""
     t0 = time.perf_counter()
     out: dict[str, Any] = {"gaussian": {}, "gaussian_sampled": {}, "ddpm": {}, "digits": {}}
     for alg in ("erm", "proportion", "minmax", "group-dro"):
@@ -32,17 +32,14 @@ def run(quick: bool = False, digits: bool = True, digits_steps: int = 300, seed:
     for alg in ("minmax", "group-dro"):
         out["gaussian_sampled"][alg] = dict(GaussianFairness({}, GaussianFairness.Params(algorithm=alg, loss="sampled", steps=gaussian_steps))(seed=seed, progress=True))
     if ddpm:
-        size = dict(pretrain_steps=1000, steps=500) if quick else {}
+        size = dict(pretrain_steps=ddpm_pretrain_steps, steps=ddpm_steps)
         for name, kw in (("erm", {"algorithm": "erm"}), ("minmax", {"algorithm": "minmax"}), ("minmax-raw", {"algorithm": "minmax", "select_on": "raw"}),
                          ("group-dro", {"algorithm": "group-dro"})):
             out["ddpm"][name] = dict(MixtureDDPMFairness({}, MixtureDDPMFairness.Params(**kw, **size))(seed=seed))
-    if digits:
-        import zoo
-
-        dit = zoo.load("egt", variant="toy").models["dit"]  # the shared DiT (declared in specs/digits.yaml); recipes copy it
-        steps, per_class = (30, 10) if quick else (digits_steps, 50)
+    if dit is not None:
+        model = dit()  # the shared DiT (declared in specs/digits.yaml); recipes copy it
         for alg in ("erm", "minmax", "group-dro"):
-            proc = DigitsFairness({"dit": dit}, DigitsFairness.Params(algorithm=alg, steps=steps, per_class=per_class))
+            proc = DigitsFairness({"dit": model}, DigitsFairness.Params(algorithm=alg, steps=digits_steps, per_class=per_class))
             out["digits"][alg] = dict(proc(seed=seed, progress=True))
     out["seconds"] = time.perf_counter() - t0
     return out
@@ -61,28 +58,29 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def plot(res: dict[str, Any], path: Path) -> Path:
-    """``egt.png``: per-group KL vs step for every Gaussian run; ``egt-digits.png`` beside it."""
-    p = plot_history({**res["gaussian"], **{f"{k} sampled": v for k, v in res["gaussian_sampled"].items()}}, path)
+class BenchOptions(Options):
+    digits: bool = Field(True, description="the digits DiT proxy (--no-digits skips it)")
+    ddpm: bool = Field(True, description="the mixture DDPM of note §6b (--no-ddpm skips it)")
+    digits_steps: int = Field(300, ge=1, le=100_000, description="Adam steps per digits fine-tuning")
+    digits_per_class: int = Field(50, ge=1, le=10_000, description="digits recall: samples per class")
+    gaussian_steps: int = Field(3000, ge=1, le=100_000, description="SGD steps per Gaussian fine-tuning (the note's 3000)")
+    ddpm_pretrain_steps: int = Field(3000, ge=0, le=100_000, description="mixture DDPM: ERM pretraining steps")
+    ddpm_steps: int = Field(1500, ge=0, le=100_000, description="mixture DDPM: fine-tuning steps")
+    quick: ClassVar[dict[str, Any]] = {"digits_steps": 30, "digits_per_class": 10, "ddpm_pretrain_steps": 1000, "ddpm_steps": 500}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """egt: min–max fine-tuning vs ERM, the proportion baseline and group-DRO on the closed-form Gaussian toy, the
+    mixture DDPM (note §6b) and the digits proxy on the shared DiT (--quick: DDPM 1000 + 500 steps, digits 30 steps
+    and 10 samples per class; the Gaussian runs are unchanged)."""
+    res = measure(dit=(lambda: ctx.models("toy")["dit"]) if opts.digits else None, digits_steps=opts.digits_steps,
+                  per_class=opts.digits_per_class, seed=ctx.seed, gaussian_steps=opts.gaussian_steps, ddpm=opts.ddpm,
+                  ddpm_pretrain_steps=opts.ddpm_pretrain_steps, ddpm_steps=opts.ddpm_steps)
+    ctx.report(table(res))
+    plot_history({**res["gaussian"], **{f"{k} sampled": v for k, v in res["gaussian_sampled"].items()}}, ctx.figure("egt.png"))
     if res["digits"]:
-        plot_digits(res["digits"], Path(path).with_name("egt-digits.png"))
-    if res.get("ddpm"):
-        plot_ddpm(res["ddpm"], Path(path).with_name("egt-ddpm.png"))
-    return p
-
-
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_egt")
-    ap.add_argument("--quick", action="store_true", help="digits: 30 fine-tuning steps and 10 samples per class (the Gaussian runs are unchanged)")
-    ap.add_argument("--no-digits", action="store_true", help="skip the digits DiT proxy")
-    ap.add_argument("--no-ddpm", action="store_true", help="skip the mixture DDPM (note §6b)")
-    ap.add_argument("--digits-steps", type=int, default=300, help="Adam steps per digits fine-tuning (default 300)")
-    ap.add_argument("--gaussian-steps", type=int, default=3000, help="SGD steps per Gaussian fine-tuning (default 3000, the note's)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for egt.png and egt-digits.png")
-    a = ap.parse_args(argv)
-    res = run(a.quick, not a.no_digits, a.digits_steps, a.seed, a.gaussian_steps, not a.no_ddpm)
-    write_outputs(res, table(res), plot, a.out_dir, "egt.png", a.json)
-    return 0
+        plot_digits(res["digits"], ctx.figure("egt-digits.png"))
+    if res["ddpm"]:
+        plot_ddpm(res["ddpm"], ctx.figure("egt-ddpm.png"))
+    return res

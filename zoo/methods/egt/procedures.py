@@ -132,11 +132,9 @@ class GaussianFairness(Procedure):
         return {"steps": 20, "mc_samples": 200, "batch": 8}
 
     def run_cli(self, inputs: Any, seed: int) -> str:
-        from .report import format_gaussian, plot_history
+        from .report import cli_text, format_gaussian, plot_history
 
-        out = self(seed=seed, progress=True)
-        path = plot_history({out["algorithm"]: out}, inputs.out if inputs is not None else "egt-gaussian.png")
-        return format_gaussian({out["algorithm"]: out}) + f"\nwrote {path}"
+        return cli_text(self(seed=seed, progress=True), format_gaussian, plot_history, inputs, "egt-gaussian.png")
 
 
 @dataclass
@@ -214,11 +212,9 @@ class DigitsFairness(Procedure):
         return {"steps": 2, "n_t": 1, "per_class": 1, "num_inference_steps": 2, "batch_per_group": 2}
 
     def run_cli(self, inputs: Any, seed: int) -> str:
-        from .report import format_digits, plot_digits
+        from .report import cli_text, format_digits, plot_digits
 
-        out = self(seed=seed, progress=True)
-        path = plot_digits({out["algorithm"]: out}, inputs.out if inputs is not None else "egt-digits.png")
-        return format_digits({out["algorithm"]: out}) + f"\nwrote {path}"
+        return cli_text(self(seed=seed, progress=True), format_digits, plot_digits, inputs, "egt-digits.png")
 
 
 @dataclass
@@ -293,8 +289,6 @@ class MixtureDDPMFairness(Procedure):
         return {"pretrain_steps": 3, "steps": 3, "batch": 8, "n_eval": 16, "record_every": 1}
 
     def run_cli(self, inputs: Any, seed: int) -> str:
-        from .report import format_ddpm, plot_ddpm
+        from .report import cli_text, format_ddpm, plot_ddpm
 
-        out = self(seed=seed)
-        path = plot_ddpm({out["algorithm"]: out}, inputs.out if inputs is not None else "egt-ddpm.png")
-        return format_ddpm({out["algorithm"]: out}) + f"\nwrote {path}"
+        return cli_text(self(seed=seed), format_ddpm, plot_ddpm, inputs, "egt-ddpm.png")

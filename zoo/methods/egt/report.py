@@ -1,10 +1,12 @@
 """Tables and plots of the ``egt`` recipes (shared by ``zoo run`` and the benchmark)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from zoo.common.digits import NUM_CLASSES
+from zoo.common.output import pyplot, save_figure
 
 #: the shared note's table (methods/egt.md §6a) for the Gaussian toy: KL_A, KL_B, max, gap, weighted average
 NOTE_ROWS: dict[str, tuple[float, float, float, float, float]] = {
@@ -17,16 +19,13 @@ LABELS = {"erm": "ERM fine-tuning (frequency-weighted)", "proportion": "proporti
           "minmax": "min–max fine-tuning (worst EMA group)", "group-dro": "group-DRO (exp.-gradient weights)"}
 
 
-def _save(fig: Any, path: str | Path) -> Path:
-    """Tight layout, write the PNG (creating its folder), close the figure."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+def cli_text(out: Any, fmt: Callable[[dict[str, Any]], str], plot: Callable[[dict[str, Any], str | Path], Path], inputs: Any,
+             default: str) -> str:
+    """``zoo run``'s text for one recipe's output: its table (``fmt``) and the figure ``plot`` wrote to ``--out``
+    (``default`` when no inputs are given)."""
+    res = {out["algorithm"]: out}
+    path = plot(res, inputs.out if inputs is not None else default)
+    return fmt(res) + f"\nwrote {path}"
 
 
 def format_gaussian(results: dict[str, Any]) -> str:
@@ -61,10 +60,7 @@ def format_gaussian(results: dict[str, Any]) -> str:
 
 def plot_history(results: dict[str, Any], path: str | Path) -> Path:
     """PNG: per-group KL(P_a‖Q_a) vs fine-tuning step, one panel per algorithm, with the exact min–max level."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = len(results)
     cols = min(n, 3)
@@ -81,7 +77,7 @@ def plot_history(results: dict[str, Any], path: str | Path) -> Path:
     for row in axes:
         row[0].set_ylabel("KL(P_a ‖ Q_a)")
     axes[0][0].legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=100)
 
 
 def format_digits(results: dict[str, Any]) -> str:
@@ -104,10 +100,7 @@ def format_digits(results: dict[str, Any]) -> str:
 
 def _curves(results: dict[str, Any], path: str | Path, series: Any, title: Any, ylabel: str, log: bool = False, **legend: Any) -> Path:
     """One panel per run: ``series(r)`` -> [(label, steps, values)], titled ``title(name, r)``; shared y axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.2), squeeze=False, sharey=True)
@@ -118,7 +111,7 @@ def _curves(results: dict[str, Any], path: str | Path, series: Any, title: Any, 
         ax.title.set_fontsize(9)
     axes[0][0].set_ylabel(ylabel)
     axes[0][0].legend(**legend)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=100)
 
 
 def plot_digits(results: dict[str, Any], path: str | Path) -> Path:

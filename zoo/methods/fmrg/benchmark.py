@@ -4,19 +4,19 @@ FMRG-J (the authors' normalisation: velocity-norm gradients, Adam with decaying 
 mixture ``gmm3`` and (b) the single Gaussian ``gaussian`` of :mod:`zoo.common.gmm`, with the quadratic reward
 ``r = -||x - y||^2 / (2 tau^2)``, ``y = (0.3, 1.4)`` off the data manifold, ``tau = 0.5`` (method note section 6).
 On (b) the closed-form LQR optimum of the strength-lambda problem is the reference curve (rewards module).
-Writes ``fmrg.png``; run as ``python tools/bench_fmrg.py`` or ``zoo bench fmrg [--quick]``."""
+Writes ``fmrg.png``; run as ``zoo bench fmrg [--quick] [--nfe 3 4 5 6] [--n 256] [--out-dir D]``."""
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import torch
+from pydantic import Field
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from registry.contract import Options, benchmark
+from zoo.common.output import pyplot, save_figure
 
 from .model import exact_flow_map_model
 from .rewards import gramian, lqr_endpoint
@@ -86,10 +86,9 @@ def best_logp_at(rows: list[dict[str, Any]], method: str, nfe: int, min_reward: 
     return max(ok) if ok else None
 
 
-def run(quick: bool = False, n: int = 256, nfes: tuple[int, ...] = (3, 4, 5, 6), seed: int = 0) -> dict[str, Any]:
+def measure(n: int = 256, nfes: tuple[int, ...] = (3, 4, 5, 6), seed: int = 0) -> dict[str, Any]:
+    """:func:`sweep` on both mixtures and the Pareto summary (best log p reaching mean reward -2) per method and NFE."""
     t0 = time.perf_counter()
-    if quick:
-        n, nfes = min(n, 64), (3, 4)
     out = {"gmm3": sweep("gmm3", list(nfes), n, seed), "gaussian": sweep("gaussian", list(nfes), n, seed)}
     out["pareto"] = {mix: {m: {N: best_logp_at(out[mix]["rows"], m, N, -2.0) for N in nfes} for m in METHODS} for mix in ("gmm3", "gaussian")}
     out["seconds"] = time.perf_counter() - t0
@@ -123,10 +122,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     nfes = sorted({r["nfe"] for r in res["gmm3"]["rows"]})
     fig, axes = plt.subplots(2, len(nfes), figsize=(4 * len(nfes), 7.5), squeeze=False)
@@ -148,21 +144,21 @@ def plot(res: dict[str, Any], path: Path) -> Path:
             ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("FMRG toy: reward vs on-manifold log-likelihood across guidance strengths (exact flow maps)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_fmrg")
-    ap.add_argument("--n", type=int, default=256, help="particles per setting (default 256)")
-    ap.add_argument("--nfe", type=int, nargs="+", default=[3, 4, 5, 6], help="NFE budgets (default 3 4 5 6)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for fmrg.png")
-    a = parse_with_quick(ap, argv, {}, "64 particles, NFE 3 and 4 only")
-    res = run(a.quick, a.n, tuple(a.nfe), a.seed)
-    write_outputs(res, table(res), plot, a.out_dir, "fmrg.png", a.json)
-    return 0
+class BenchOptions(Options):
+    n: int = Field(256, ge=1, le=100_000, description="particles per setting")
+    nfe: list[Annotated[int, Field(ge=1, le=1000)]] = Field([3, 4, 5, 6], min_length=1, max_length=16, description="NFE budgets")
+    quick: ClassVar[dict[str, Any]] = {"n": 64, "nfe": [3, 4]}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """fmrg: reward vs on-manifold log-likelihood across guidance strengths for FMRG-J/-E (chord and exact jumps), plain
+    FMRG-J, DPS and best-of-N on exact flow maps of gmm3 and a Gaussian, beside the closed-form LQR optimum (--quick:
+    64 particles, NFE 3 and 4)."""
+    res = measure(opts.n, tuple(opts.nfe), ctx.seed)
+    ctx.report(table(res))
+    plot(res, ctx.figure("fmrg.png"))
+    return res

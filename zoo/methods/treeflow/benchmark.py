@@ -3,16 +3,18 @@ class) vs the treeflow readings (``global``: one booster over (x_t, t); ``warm_s
 across levels) [inferred], in one run on scikit-learn iris and wine (breast_cancer with
 ``--datasets iris wine breast_cancer``): exact W1 to held-out rows, discriminator AUC, utility, fit and
 sample wall time (uncached fits, one thread). Writes ``treeflow.png`` (W1-test vs fit time). Run as
-``python tools/bench_treeflow.py`` or ``zoo bench treeflow [--quick]``."""
+``zoo bench treeflow [--quick] [--out-dir D]`` (``zoo bench forestflow`` runs the same benchmark)."""
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
+from zoo.common.output import pyplot, save_figure
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig
@@ -23,8 +25,9 @@ LABEL = {"per_level": "ForestFlow (per level)", "global": "treeflow global [infe
 REPORTED_W1_TEST = {"iris": 0.328, "wine": 1.421}
 
 
-def run(datasets: list[str], n_t: int, K: int, n_estimators: int, max_depth: int, global_trees: int, warm_trees: int,
-        seed: int = 0, progress: bool = True) -> dict[str, Any]:
+def measure(datasets: list[str], n_t: int, K: int, n_estimators: int, max_depth: int, global_trees: int, warm_trees: int,
+            seed: int = 0, progress: bool = True) -> dict[str, Any]:
+    """The three modes on each dataset (uncached fits): W1, AUC, utility, fit and sample time, fit time / ForestFlow."""
     t0 = time.perf_counter()
     rows = []
     for ds in datasets:
@@ -35,7 +38,7 @@ def run(datasets: list[str], n_t: int, K: int, n_estimators: int, max_depth: int
             r = evaluate(split, cfg, seed=seed, use_cache=False, progress=progress)
             r.pop("samples"), r.pop("labels")
             rows.append(r)
-            print(f"  {ds:14s} {mode:10s} W1-test {r['w1_test']:.3f}  AUC {r['auc']:.3f}  fit {r['fit_s']:.1f}s", flush=True)
+            print(f"  {ds:14s} {mode:10s} W1-test {r['w1_test']:.3f}  AUC {r['auc']:.3f}  fit {r['fit_s']:.1f}s", file=sys.stderr, flush=True)
     base = {r["dataset"]: r["fit_s"] for r in rows if r["mode"] == "per_level"}
     for r in rows:
         r["fit_ratio"] = r["fit_s"] / base[r["dataset"]]
@@ -59,10 +62,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     datasets = sorted({r["dataset"] for r in res["rows"]}, key=[r["dataset"] for r in res["rows"]].index)
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False)
@@ -74,27 +74,28 @@ def plot(res: dict[str, Any], path: Path) -> Path:
         ax.set_title(ds)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_treeflow")
-    ap.add_argument("--datasets", nargs="+", default=["iris", "wine"], choices=["iris", "wine", "breast_cancer"])
-    ap.add_argument("--n-t", type=int, default=20, help="noise levels (ForestFlow's default is 50; default here 20)")
-    ap.add_argument("--K", type=int, default=30, help="duplications (ForestFlow's default is 100; default here 30)")
-    ap.add_argument("--n-estimators", type=int, default=50, help="rounds per level (ForestFlow: 100)")
-    ap.add_argument("--max-depth", type=int, default=6, help="tree depth (ForestFlow: 7)")
-    ap.add_argument("--global-trees", type=int, default=400, help="rounds of the single global booster")
-    ap.add_argument("--warm-trees", type=int, default=20, help="new rounds per level after the first (warm_start)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for treeflow.png")
-    a = parse_with_quick(ap, argv, {"n_t": 10, "K": 10, "n_estimators": 20, "global_trees": 100, "warm_trees": 10},
-                         "n_t 10, K 10, 20 rounds per level, 100 global rounds, 10 warm rounds")
-    res = run(a.datasets, a.n_t, a.K, a.n_estimators, a.max_depth, a.global_trees, a.warm_trees, a.seed)
-    write_outputs(res, table(res), plot, a.out_dir, "treeflow.png", a.json)
-    return 0
+class BenchOptions(Options):
+    n_t: int = Field(20, ge=2, le=1000, description="noise levels (ForestFlow's default is 50)")
+    K: int = Field(30, ge=1, le=10_000, description="duplications (ForestFlow's default is 100)")
+    datasets: list[Literal["iris", "wine", "breast_cancer"]] = Field(["iris", "wine"], min_length=1, max_length=3,
+                                                                      description="scikit-learn datasets")
+    n_estimators: int = Field(50, ge=1, le=5000, description="rounds per level (ForestFlow: 100)")
+    max_depth: int = Field(6, ge=1, le=16, description="tree depth (ForestFlow: 7)")
+    global_trees: int = Field(400, ge=1, le=100_000, description="rounds of the single global booster")
+    warm_trees: int = Field(20, ge=1, le=5000, description="new rounds per level after the first (warm_start)")
+    quick: ClassVar[dict[str, Any]] = {"n_t": 10, "K": 10, "n_estimators": 20, "global_trees": 100, "warm_trees": 10}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """treeflow vs forestflow: ForestFlow (one booster per level and class) vs the global and warm-start readings
+    [inferred] on iris and wine: exact W1 to held-out rows, discriminator AUC, utility, fit and sample time (--quick:
+    n_t 10, K 10, 20 rounds per level, 100 global rounds, 10 warm rounds)."""
+    res = measure(list(opts.datasets), opts.n_t, opts.K, opts.n_estimators, opts.max_depth, opts.global_trees,
+                  opts.warm_trees, ctx.seed)
+    ctx.report(table(res))
+    plot(res, ctx.figure("treeflow.png"))
+    return res
