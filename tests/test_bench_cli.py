@@ -68,13 +68,14 @@ def test_zoo_bench_runs_the_f_dpmsolver_benchmark(tmp_path: Path, capsys: pytest
     from test_cli_run_steps import TOY_SPEC
 
     spec = tmp_path / "f.yaml"
-    spec.write_text(TOY_SPEC.format(steps=10) + 'bench: "zoo.methods.f_dpmsolver.benchmark:main"\n')
+    spec.write_text(TOY_SPEC.format(steps=10) + 'bench: "zoo.methods.f_dpmsolver.benchmark:run"\n')
     out_dir = tmp_path / "out"
     assert main(["bench", str(spec), "--quick", "--rows", "16", "--grids", "vp", "--mixtures", "gaussian",
                  "--out-dir", str(out_dir)]) == 0
     out = capsys.readouterr().out
     assert "claim F-DDIM < DDIM at every NFE >= 5 [vp, gaussian]" in out
-    rows = json.loads((out_dir / "f-dpmsolver-bench.json").read_text())["toy"]
+    assert "claim F-DDIM < DDIM" in (out_dir / "my-f-ddim-bench.md").read_text()
+    rows = json.loads((out_dir / "my-f-ddim-bench.json").read_text())["result"]["toy"]
     assert sorted({r["nfe"] for r in rows}) == [5, 10] and {r["sampler"] for r in rows} >= {"F-DDIM", "DDIM"}
     assert (out_dir / "f-dpmsolver-bench.png").stat().st_size > 5000
 

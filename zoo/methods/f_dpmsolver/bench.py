@@ -1,6 +1,6 @@
-"""Comparison machinery shared by ``tools/bench_samplers.py`` and the slow metric checks: the samplers of
+"""Comparison machinery shared by the benchmark (:mod:`.benchmark`, ``zoo bench f-dpmsolver``) and the slow metric checks: the samplers of
 both grids (VP diffusers-native, EDM Karras), the EDM-preconditioned analytic model and an exact-ODE cache.
-See the tool's docstring for the protocol."""
+See the benchmark's docstring for the protocol."""
 from __future__ import annotations
 
 import math

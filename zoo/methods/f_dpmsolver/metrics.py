@@ -26,7 +26,7 @@ def ddim_over_fddim(pipeline) -> float:
 @metric_check
 def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-DDIM") -> float:
     """Slow check: DDIM / ``sampler`` median path error on the ``grid`` (vp | edm) grid, ``mixture``
-    (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in tools/bench_samplers.py
+    (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in ``zoo bench f-dpmsolver``
     (ignores the pipeline's own params). On the EDM grid DDIM runs on F-DDIM's own N + 1 points (authors' protocol)."""
     from .bench import compare
 
