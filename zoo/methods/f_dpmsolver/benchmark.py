@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 
 from registry.contract import Options, benchmark
 from zoo.common.gmm import sliced_wasserstein2
-from zoo.methods.diffusers_baselines.sampler import run_scheduler
+from zoo.common.scheduler_loop import run_scheduler
 
 from .bench import NAMES, ExactCache, bench_model, samplers
 from .scheduler import FDPMSolverScheduler

@@ -1,14 +1,14 @@
 """Cheap metric checks of the ``f-dpmsolver`` toy variant: ``fn(pipeline) -> float``.
 
-All use the fixed evaluation set of :mod:`zoo.methods.diffusers_baselines.report` (256 rows of x_T,
+All use the fixed evaluation set of :mod:`zoo.common.scheduler_report` (256 rows of x_T,
 seed 2026) and the exact PF-ODE of the toy mixture; they run in about a second.
 """
 from __future__ import annotations
 
 from registry.contract import metric_check
 
-from zoo.methods.diffusers_baselines.report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
-from zoo.methods.diffusers_baselines.sampler import DDIMSampler
+from zoo.common.scheduler_report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
+from zoo.common.scheduler_samplers import DDIMSampler
 
 __all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim", "bench_ratio", "digits_ratio"]
 
