@@ -80,6 +80,18 @@ def test_zoo_bench_runs_the_f_dpmsolver_benchmark(tmp_path: Path, capsys: pytest
     assert (out_dir / "f-dpmsolver-bench.png").stat().st_size > 5000
 
 
+def test_a_baseline_spec_runs_the_f_dpmsolver_benchmark_without_the_digits_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ddim names the F-DPMSolver benchmark as its bench: (its rows are the baseline); it has no digits variant, so
+    the digits rows asked for are left out with a note instead of failing, and the files are named after ddim."""
+    out_dir = tmp_path / "out"
+    assert main(["bench", "ddim", "--quick", "--digits", "--rows", "8", "--grids", "vp", "--mixtures", "gaussian",
+                 "--out-dir", str(out_dir)]) == 0
+    assert "no digits rows: spec ddim has no digits variant" in capsys.readouterr().out
+    result = json.loads((out_dir / "ddim-bench.json").read_text())["result"]
+    assert result["digits"] is None and {r["sampler"] for r in result["toy"]} >= {"DDIM", "F-DDIM"}
+    assert (out_dir / "ddim-bench.md").is_file() and (out_dir / "f-dpmsolver-bench.png").is_file()
+
+
 def test_zoo_bench_refuses_a_bench_that_is_not_registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """sec-exec: a spec's bench: resolves only to a function decorated with @registry.contract.benchmark."""
