@@ -68,15 +68,28 @@ def test_zoo_bench_runs_the_f_dpmsolver_benchmark(tmp_path: Path, capsys: pytest
     from test_cli_run_steps import TOY_SPEC
 
     spec = tmp_path / "f.yaml"
-    spec.write_text(TOY_SPEC.format(steps=10) + 'bench: "zoo.methods.f_dpmsolver.benchmark:main"\n')
+    spec.write_text(TOY_SPEC.format(steps=10) + 'bench: "zoo.methods.f_dpmsolver.benchmark:run"\n')
     out_dir = tmp_path / "out"
     assert main(["bench", str(spec), "--quick", "--rows", "16", "--grids", "vp", "--mixtures", "gaussian",
                  "--out-dir", str(out_dir)]) == 0
     out = capsys.readouterr().out
     assert "claim F-DDIM < DDIM at every NFE >= 5 [vp, gaussian]" in out
-    rows = json.loads((out_dir / "f-dpmsolver-bench.json").read_text())["toy"]
+    assert "claim F-DDIM < DDIM" in (out_dir / "my-f-ddim-bench.md").read_text()
+    rows = json.loads((out_dir / "my-f-ddim-bench.json").read_text())["result"]["toy"]
     assert sorted({r["nfe"] for r in rows}) == [5, 10] and {r["sampler"] for r in rows} >= {"F-DDIM", "DDIM"}
     assert (out_dir / "f-dpmsolver-bench.png").stat().st_size > 5000
+
+
+def test_a_baseline_spec_runs_the_f_dpmsolver_benchmark_without_the_digits_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ddim names the F-DPMSolver benchmark as its bench: (its rows are the baseline); it has no digits variant, so
+    the digits rows asked for are left out with a note instead of failing, and the files are named after ddim."""
+    out_dir = tmp_path / "out"
+    assert main(["bench", "ddim", "--quick", "--digits", "--rows", "8", "--grids", "vp", "--mixtures", "gaussian",
+                 "--out-dir", str(out_dir)]) == 0
+    assert "no digits rows: spec ddim has no digits variant" in capsys.readouterr().out
+    result = json.loads((out_dir / "ddim-bench.json").read_text())["result"]
+    assert result["digits"] is None and {r["sampler"] for r in result["toy"]} >= {"DDIM", "F-DDIM"}
+    assert (out_dir / "ddim-bench.md").is_file() and (out_dir / "f-dpmsolver-bench.png").is_file()
 
 
 def test_zoo_bench_refuses_a_bench_that_is_not_registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

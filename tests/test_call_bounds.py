@@ -54,7 +54,7 @@ def test_f_dpmsolver_batch_size_above_the_limit_is_refused_before_any_allocation
     _refused(lambda: fdpm(seed=0, batch_size=ROWS + 1), "batch_size")
     _refused(lambda: fdpm.samplers["f-ddim-edm"](seed=0, batch_size=ROWS + 1), "batch_size")
     # the same bound for the Python call and the CLI option (--n): one limit, one message
-    from zoo.methods.diffusers_baselines.sampler import SamplerCli
+    from zoo.common.scheduler_samplers import SamplerCli
 
     with pytest.raises(Exception, match=f"above the per-call limit of {ROWS} rows"):
         SamplerCli(n=str(ROWS + 1))

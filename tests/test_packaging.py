@@ -62,8 +62,8 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
         assert f"zoo/{template.relative_to(REPO / 'zoo')}" in names, template
     code = (
         "import sys; from zoo.scaffold import scaffold; print(len(scaffold('wheel-made', 'sampler', 'new')));"
-        "from zoo.methods.f_dpmsolver.benchmark import main;"
-        "main(['--quick', '--rows', '8', '--grids', 'vp', '--mixtures', 'gaussian', '--out-dir', 'bench'])"
+        "from zoo.cli import main;"
+        "main(['bench', 'f-dpmsolver', '--quick', '--rows', '8', '--grids', 'vp', '--mixtures', 'gaussian', '--out-dir', 'bench'])"
     )
     res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -85,7 +85,7 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     )
     res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "usage: zoo bench sae-tm" in res.stdout and "usage: zoo bench f-dpmsolver" in res.stdout
+    assert "usage: zoo bench sae-tm" in res.stdout and "usage: zoo bench ddim" in res.stdout
     assert "| PoE-Bridge K=4 multinomial_exact (paper)   | 1.000 |" in res.stdout
     assert (tmp_path / "bench" / "poe.png").stat().st_size > 5000
 

@@ -67,7 +67,7 @@ def test_factory_configs_are_strict_too() -> None:
 
 
 def test_cli_inputs_still_parse_the_command_lines_strings() -> None:
-    from zoo.methods.diffusers_baselines.sampler import SamplerCli
+    from zoo.common.scheduler_samplers import SamplerCli
 
     assert SamplerCli(nfe="10", n="5").nfe == 10
     with pytest.raises(ValidationError):

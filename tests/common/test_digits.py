@@ -124,3 +124,22 @@ def test_the_digits_unet_is_declared_once_and_every_user_gets_that_model_bit_for
     assert state.keys() == shipped.keys()
     assert all(torch.equal(state[k], v) for k, v in shipped.items())
     assert unet.data_mean == D.DIGITS_MEAN == pytest.approx(float(D.digits_images().mean()), abs=1e-7)
+
+
+def test_zoo_bench_digits_scores_the_shipped_dit_per_sampler_setting(tmp_path, capsys):
+    """`zoo bench digits` (the spec's bench:) scores the shipped DiT's samples for each sampler setting: the
+    reference rows are the classifier's own test accuracy and a zero FD of the test split to itself, every
+    setting's samples are recognised far above chance (10 %), and the table, JSON and figure land in --out-dir."""
+    import json
+
+    from zoo.cli import main
+    from zoo.common.digits_bench import SETTINGS
+
+    assert main(["bench", "digits", "--per-class", "2", "--out-dir", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "digits-bench.json").read_text())["result"]["rows"]
+    assert [(r["samples"], r["steps"], r["guidance"]) for r in rows[2:]] == SETTINGS
+    assert rows[0]["accuracy"] == pytest.approx(D.classifier_accuracy()) and rows[0]["fd"] == pytest.approx(0.0, abs=1e-9)
+    assert all(r["accuracy"] >= 0.5 for r in rows[2:]), rows
+    assert "| ddim | 50 | 1.0 |" in capsys.readouterr().out
+    assert "| dpmsolver++ | 20 | 1.0 |" in (tmp_path / "digits-bench.md").read_text()
+    assert (tmp_path / "digits-dit-samples.png").stat().st_size > 2000

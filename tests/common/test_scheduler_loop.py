@@ -69,3 +69,36 @@ def test_generator_only_reaches_schedulers_that_take_it():
     b = run_scheduler_loop(DDPMScheduler(clip_sample=False), m, x, 4, generator=torch.Generator().manual_seed(1))
     c = run_scheduler_loop(DDPMScheduler(clip_sample=False), m, x, 4, generator=torch.Generator().manual_seed(2))
     assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_run_scheduler_is_the_one_loop_with_the_schedulers_own_timestep():
+    """`run_scheduler` (what every SchedulerSampler runs) is `run_scheduler_loop` with the scheduler's 0-d timestep
+    handed to the model unchanged and the caller's grad mode: a model that only takes a scalar timestep works, the
+    samples equal the plain pipeline loop and the batched-timestep loop bit for bit, and the old
+    `zoo.methods.diffusers_baselines` path is the same function (a deprecated alias)."""
+    import warnings
+
+    from zoo.common.scheduler_loop import run_scheduler
+    from zoo.common.scheduler_samplers import vp_config
+
+    m = analytic_model("gmm3")
+    seen: list[tuple[int, ...]] = []
+
+    class ScalarOnly(torch.nn.Module):
+        def forward(self, x, t):
+            seen.append(tuple(torch.as_tensor(t).shape))
+            return m(x, float(t))  # float() of a (B,) tensor with B > 1 would raise
+
+    x = torch.randn(6, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    sch = lambda: DDIMScheduler(**vp_config(m), clip_sample=False, timestep_spacing="trailing")  # noqa: E731
+    a = run_scheduler(sch(), ScalarOnly(), x, 7)
+    assert seen == [()] * 7
+    assert torch.equal(a, _plain_loop(sch(), m, x, 7)) and torch.equal(a, run_scheduler_loop(sch(), m, x, 7))
+    xg = x.clone().requires_grad_(True)
+    assert run_scheduler(sch(), m, xg, 3).requires_grad and not run_scheduler_loop(sch(), m, xg, 3).requires_grad
+    with torch.no_grad():
+        assert not run_scheduler(sch(), m, xg, 3).requires_grad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from zoo.methods.diffusers_baselines.sampler import run_scheduler as old
+    assert old is run_scheduler and any("zoo.common.scheduler_loop.run_scheduler" in str(w.message) for w in caught)

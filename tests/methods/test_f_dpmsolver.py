@@ -25,7 +25,8 @@ from diffusers import (  # noqa: E402
 )
 
 from zoo.common.gmm import AnalyticDiffusionModel, GaussianMixture, analytic_model  # noqa: E402
-from zoo.methods.diffusers_baselines.sampler import DDIMSampler, run_scheduler  # noqa: E402
+from zoo.common.scheduler_loop import run_scheduler  # noqa: E402
+from zoo.common.scheduler_samplers import DDIMSampler  # noqa: E402
 from zoo.methods.f_dpmsolver import FDPMSolverSampler, FDPMSolverScheduler, fdpm_sample  # noqa: E402
 from zoo.methods.f_dpmsolver import invariants as inv  # noqa: E402
 
@@ -295,7 +296,7 @@ def test_diffusers_ddim_trailing_is_off_grid_when_n_does_not_divide_t():
     """A measured property of the baseline: diffusers' DDIM (trailing) steps to t - T//N, which is not the next
     timestep when N does not divide T, so even point-mass data is not solved exactly at N = 7 (but is at N = 5)."""
     m = analytic_model(weights=[1.0], means=[[1.0, 0.5]], variances=[0.0])
-    from zoo.methods.diffusers_baselines.report import exact_endpoint
+    from zoo.common.scheduler_report import exact_endpoint
 
     errs = {}
     for N in (5, 7):
@@ -311,7 +312,7 @@ def test_diffusers_ddim_trailing_is_off_grid_when_n_does_not_divide_t():
 def test_fddim_beats_diffusers_ddim_on_the_toy_at_equal_nfe():
     """The paper's claim on the exact toy (gmm3, same x_T): F-DDIM's median path error is below diffusers' DDIM
     at NFE 5, 6, 10 (the benchmark covers the full NFE sweep)."""
-    from zoo.methods.diffusers_baselines.report import evaluate
+    from zoo.common.scheduler_report import evaluate
 
     m = analytic_model("gmm3")
     for N in (5, 6, 10):

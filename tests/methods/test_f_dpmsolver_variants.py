@@ -10,8 +10,8 @@ import torch
 diffusers = pytest.importorskip("diffusers")
 
 from zoo.common.gmm import analytic_model  # noqa: E402
-from zoo.methods.diffusers_baselines.report import evaluate, steps_for_nfe  # noqa: E402
-from zoo.methods.diffusers_baselines.sampler import DDIMSampler  # noqa: E402
+from zoo.common.scheduler_report import evaluate, steps_for_nfe  # noqa: E402
+from zoo.common.scheduler_samplers import DDIMSampler  # noqa: E402
 from zoo.methods.f_dpmsolver import FDPMHalfSumSampler, FDPMSolverSampler, FDPMSolverScheduler, fdpm_sample  # noqa: E402
 from zoo.methods.f_dpmsolver import invariants as inv  # noqa: E402
 from zoo.methods.f_dpmsolver.bench import EDM, EDMAnalytic, GridDDIM, bench_model  # noqa: E402

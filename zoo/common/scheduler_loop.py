@@ -21,7 +21,12 @@ with two additions that DiT-style models need:
   calls run as one batch of ``2B``.
 
 ``model`` is any diffusers-style callable ``model(sample, timestep, **kwargs)`` returning an object with
-``.sample`` (or a tensor). The timestep is passed as a ``(B,)`` tensor.
+``.sample`` (or a tensor). The timestep is passed as a ``(B,)`` tensor (``DiTPipeline``), or as the scheduler's own
+0-d timestep with ``batch_timesteps=False`` (``DDPMPipeline``; what :func:`run_scheduler` does).
+
+This is the zoo's one scheduler loop: :func:`run_scheduler` (the plain form every
+:class:`~zoo.common.scheduler_samplers.SchedulerSampler` runs, F-DPMSolver's included) is this loop with the
+scalar timestep and the caller's grad mode.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from typing import Any, Mapping
 
 import torch
 
-__all__ = ["run_scheduler_loop", "split_learned_sigma", "model_output"]
+__all__ = ["run_scheduler_loop", "run_scheduler", "split_learned_sigma", "model_output"]
 
 _LEARNED = ("learned", "learned_range")
 
@@ -66,13 +71,14 @@ def _cat_kwargs(cond: Mapping[str, Any], uncond: Mapping[str, Any]) -> dict[str,
 
 def run_scheduler_loop(scheduler: Any, model: Any, x_T: torch.Tensor, num_inference_steps: int, model_kwargs: Mapping[str, Any] | None = None,
                        guidance_scale: float = 1.0, uncond_kwargs: Mapping[str, Any] | None = None, generator: torch.Generator | None = None,
-                       progress: bool = False, with_grad: bool = False) -> torch.Tensor:
+                       progress: bool = False, with_grad: bool = False, batch_timesteps: bool = True) -> torch.Tensor:
     """Sample from ``x_T`` (unit-variance noise, shape ``(B, C, ...)``) with ``scheduler`` and ``model``.
 
     ``model_kwargs`` (e.g. ``{"class_labels": labels}``) are passed to every call. With
     ``guidance_scale != 1`` the unconditional kwargs ``uncond_kwargs`` (e.g. the null class) are batched
     with the conditional ones and combined by classifier-free guidance. ``generator`` is forwarded to
     the ``step`` of schedulers that take one (stochastic ones). ``with_grad=True`` keeps the autograd graph through the chain.
+    ``batch_timesteps=False`` passes the scheduler's timestep ``t`` to the model as it is (not expanded to ``(B,)``).
     """
     kwargs = dict(model_kwargs or {})
     cfg = guidance_scale != 1.0
@@ -94,7 +100,7 @@ def run_scheduler_loop(scheduler: Any, model: Any, x_T: torch.Tensor, num_infere
             inp = scheduler.scale_model_input(x, t)
             if cfg:
                 inp = torch.cat([inp, inp])
-            tt = torch.as_tensor(t, device=x.device).reshape(-1).expand(inp.shape[0])
+            tt = torch.as_tensor(t, device=x.device).reshape(-1).expand(inp.shape[0]) if batch_timesteps else t
             out = model_output(model(inp, tt, **call_kwargs))
             if cfg:
                 eps, rest = out[:, :C], out[:, C:]
@@ -103,3 +109,10 @@ def run_scheduler_loop(scheduler: Any, model: Any, x_T: torch.Tensor, num_infere
             out = split_learned_sigma(out, C, scheduler)
             x = scheduler.step(out, t, x, **step_kw).prev_sample
     return x
+
+
+def run_scheduler(scheduler: Any, model: Any, x_T: torch.Tensor, num_inference_steps: int, progress: bool = False) -> torch.Tensor:
+    """The plain pipeline loop (``DDPMPipeline`` + ``scale_model_input``): :func:`run_scheduler_loop` with the
+    scheduler's own timestep passed to the model, no conditioning, in the caller's grad mode; returns the final sample."""
+    return run_scheduler_loop(scheduler, model, x_T, num_inference_steps, progress=progress, with_grad=torch.is_grad_enabled(),
+                              batch_timesteps=False)

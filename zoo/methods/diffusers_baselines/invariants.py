@@ -13,9 +13,8 @@ from hypothesis import strategies as st
 
 from registry.contract import invariant
 from zoo.common.gmm import analytic_model
-
-from .report import exact_endpoint
-from .sampler import DDIMSampler, DPMSolverPPSampler, UniPCSampler
+from zoo.common.scheduler_report import exact_endpoint
+from zoo.common.scheduler_samplers import DDIMSampler, DPMSolverPPSampler, UniPCSampler
 
 _S = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 means2 = st.lists(st.floats(-3.0, 3.0), min_size=2, max_size=2)

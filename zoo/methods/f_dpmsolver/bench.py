@@ -1,6 +1,6 @@
-"""Comparison machinery shared by ``tools/bench_samplers.py`` and the slow metric checks: the samplers of
+"""Comparison machinery shared by the benchmark (:mod:`.benchmark`, ``zoo bench f-dpmsolver``) and the slow metric checks: the samplers of
 both grids (VP diffusers-native, EDM Karras), the EDM-preconditioned analytic model and an exact-ODE cache.
-See the tool's docstring for the protocol."""
+See the benchmark's docstring for the protocol."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,8 @@ import math
 import torch
 
 from zoo.common.gmm import analytic_model, sliced_wasserstein2
-from zoo.methods.diffusers_baselines.sampler import DDIMSampler, DPMSolverPPSampler, UniPCSampler, run_scheduler
+from zoo.common.scheduler_loop import run_scheduler
+from zoo.common.scheduler_samplers import DDIMSampler, DPMSolverPPSampler, UniPCSampler, vp_config
 
 from .sampler import FDPMSolverSampler
 
@@ -173,9 +174,8 @@ def learned_reference(model, x_T: torch.Tensor, t_start: float = 999.0, t_end: f
 
     from .scheduler import FDPMSolverScheduler
 
-    from zoo.methods.diffusers_baselines.sampler import _vp_config
 
-    sch = FDPMSolverScheduler(**{k: v for k, v in _vp_config(model).items() if k != "prediction_type"})
+    sch = FDPMSolverScheduler(**{k: v for k, v in vp_config(model).items() if k != "prediction_type"})
     table = VPSchedule(sch.alphas_cumprod)
     ab0, ab1 = float(table.alpha_bar(t_start)), float(table.alpha_bar(t_end))
     s0, s1 = math.sqrt((1 - ab0) / ab0), math.sqrt((1 - ab1) / ab1)
@@ -366,13 +366,12 @@ def fddim_clipped(model, x_T: torch.Tensor, N: int, clip: str | None, bound: flo
     * ``clip="update"``: the x0hat of step 3 (the forward value at the look-ahead point);
     * ``None``: plain F-DDIM (equals :class:`FDPMSolverSampler` up to float rounding; tested).
     """
-    from zoo.methods.diffusers_baselines.sampler import _vp_config
 
     from .scheduler import FDPMSolverScheduler, forward_value_update
 
     if clip not in (None, "lookahead", "update"):
         raise ValueError(f"clip must be None, 'lookahead' or 'update', got {clip!r}")
-    sch = FDPMSolverScheduler(**_vp_config(model))
+    sch = FDPMSolverScheduler(**vp_config(model))
     sch.set_timesteps(N)
     a, s, lam, ts = sch.grid_alphas, sch.grid_vp_sigmas, sch.grid_lambdas, sch.grid_timesteps
     mdt = next(model.parameters()).dtype
@@ -399,7 +398,6 @@ def digits_diagnosis(models: dict, nfes, rows: int = 64, seed: int = 0) -> dict[
     (the digits UNet; :func:`digits_mixture_model`, the exact denoiser of its training data)."""
     from diffusers import DDIMScheduler
 
-    from zoo.methods.diffusers_baselines.sampler import _vp_config
 
     x_T = torch.randn(rows, 1, 8, 8, generator=torch.Generator().manual_seed(seed))
     out: dict[str, dict[int, dict[str, float]]] = {}
@@ -412,7 +410,7 @@ def digits_diagnosis(models: dict, nfes, rows: int = 64, seed: int = 0) -> dict[
             for label, clip in (("F-DDIM", None), ("F-DDIM clip look-ahead x0", "lookahead"), ("F-DDIM clip update x0", "update")):
                 res[label] = fddim_clipped(model, x_T, N, clip).reshape(rows, -1)
             for label, cs in (("DDIM", False), ("DDIM clip_sample", True)):
-                sch = DDIMScheduler(**_vp_config(model), timestep_spacing="trailing", set_alpha_to_one=False, clip_sample=cs)
+                sch = DDIMScheduler(**vp_config(model), timestep_spacing="trailing", set_alpha_to_one=False, clip_sample=cs)
                 with torch.no_grad():
                     res[label] = run_scheduler(sch, model, x_T.to(mdt), N).double().reshape(rows, -1)
             out[name][N] = {k: float((v - ref).norm(dim=1).median()) for k, v in res.items()}

@@ -29,26 +29,46 @@ E_p log p). Plus the sampler overhead per step as a fraction of one tiny-UNet ca
 
 Claim checked: F-DPMSolver (order 1) is below DDIM at every NFE >= 5 at equal NFE.
 
-    zoo bench f-dpmsolver                          # full run, writes f-dpmsolver-bench.{png,md,json} here
+    zoo bench f-dpmsolver                          # full run: f-dpmsolver-bench.{md,json,png} in ./zoo-bench-f-dpmsolver/
     zoo bench f-dpmsolver --quick                  # 200 rows, NFE 5 and 10, no digits/overhead
-    python tools/bench_samplers.py                 # the same from a checkout, writing into docs/methods/
+    zoo bench f-dpmsolver --out-dir docs/methods   # refresh the card's table and figure from a checkout
+
+The ddim, dpm-solver-pp and unipc specs name this benchmark too (their samplers are its baseline rows); the digits
+rows need the spec's ``digits`` variant (f-dpmsolver's), so under those specs they are left out with a note.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
+from pydantic import Field
 from tqdm.auto import tqdm
 
-from registry.contract import benchmark
+from registry.contract import Options, benchmark
 from zoo.common.gmm import sliced_wasserstein2
-from zoo.methods.diffusers_baselines.sampler import run_scheduler
+from zoo.common.scheduler_loop import run_scheduler
 
 from .bench import NAMES, ExactCache, bench_model, samplers
 from .scheduler import FDPMSolverScheduler
+
+
+Mixture = Literal["gaussian", "gaussian-centred", "gmm3"]
+Grid = Literal["vp", "edm"]
+
+
+class BenchOptions(Options):
+    """The benchmark's options (``zoo bench f-dpmsolver --help``)."""
+
+    rows: int = Field(1000, ge=1, le=100_000, description="number of x_T rows (same for every sampler)")
+    nfe: list[Annotated[int, Field(ge=1, le=1000)]] = Field([4, 5, 6, 8, 10, 15, 20, 50], min_length=1, max_length=16,
+                                                            description="model calls per sample")
+    mixtures: list[Mixture] = Field(["gaussian", "gaussian-centred", "gmm3"], min_length=1, max_length=3, description="toy data laws")
+    grids: list[Grid] = Field(["vp", "edm"], min_length=1, max_length=2, description="noise grids")
+    overhead: bool = Field(True, description="time the schedulers against a tiny UNet call")
+    digits: bool = Field(True, description="the learned digits-UNet comparison (~1 min; needs the spec's digits variant)")
+    digits_rows: int = Field(64, ge=1, le=10_000, description="x_T rows for the digits UNet")
+    quick: ClassVar[dict[str, Any]] = {"rows": 200, "nfe": [5, 10], "digits": False, "overhead": False}
 
 
 def overhead_table(steps: int = 10, batch: int = 8, repeats: int = 3) -> list[tuple[str, float, float]]:
@@ -108,35 +128,23 @@ def digits_diagnosis_lines(unet, nfes: list[int], rows: int, seed: int, into: di
     return lines + [""]
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark (``zoo bench f-dpmsolver [--quick] [options]``); prints the table, writes PNG/MD/JSON."""
-    ap = argparse.ArgumentParser(prog="zoo bench f-dpmsolver", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    ap.add_argument("--rows", type=int, default=1000, help="number of x_T rows (same for every sampler)")
-    ap.add_argument("--nfe", type=int, nargs="+", default=[4, 5, 6, 8, 10, 15, 20, 50])
-    ap.add_argument("--mixtures", nargs="+", default=["gaussian", "gaussian-centred", "gmm3"], choices=["gaussian", "gaussian-centred", "gmm3"])
-    ap.add_argument("--grids", nargs="+", default=["vp", "edm"], choices=["vp", "edm"])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out-dir", default=".", help="where f-dpmsolver-bench.png / .md / .json go")
-    ap.add_argument("--quick", action="store_true", help="200 rows, NFE 5 and 10, no digits UNet, no overhead timing")
-    ap.add_argument("--no-overhead", action="store_true", help="skip the tiny-UNet overhead timing")
-    ap.add_argument("--no-digits", action="store_true", help="skip the learned digits-UNet comparison (~1 min)")
-    ap.add_argument("--digits-rows", type=int, default=64, help="x_T rows for the digits UNet")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.rows, args.nfe, args.no_digits, args.no_overhead = min(args.rows, 200), [5, 10], True, True
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """F-DPMSolver vs diffusers' DDIM, DPM-Solver++(2M) and UniPC on the exact Gaussian-mixture testbed, at equal NFE from the same x_T."""
     torch.set_num_threads(1)
+    seed = ctx.seed
+    grids, mixtures, nfes = list(opts.grids), list(opts.mixtures), list(opts.nfe)
 
     results = []  # dicts
-    jobs = [(g, m, n) for g in args.grids for m in args.mixtures for n in args.nfe]
-    models = {m: bench_model(m) for m in args.mixtures}
-    x_T = torch.randn(args.rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(args.seed))
-    exact = {m: ExactCache(models[m].gmm, x_T) for m in args.mixtures}
-    data = {m: models[m].gmm.sample(args.rows, generator=torch.Generator().manual_seed(args.seed + 1)) for m in args.mixtures}
+    jobs = [(g, m, n) for g in grids for m in mixtures for n in nfes]
+    models = {m: bench_model(m) for m in mixtures}
+    x_T = torch.randn(opts.rows, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    exact = {m: ExactCache(models[m].gmm, x_T) for m in mixtures}
+    data = {m: models[m].gmm.sample(opts.rows, generator=torch.Generator().manual_seed(seed + 1)) for m in mixtures}
     for grid, mix, N in tqdm(jobs, desc="bench"):
         gmm = models[mix].gmm
-        for name, run, noise_range in samplers(grid, models[mix], N):
-            out = run(x_T).double()
+        for name, sample, noise_range in samplers(grid, models[mix], N):
+            out = sample(x_T).double()
             ref = exact[mix](*noise_range())
             results.append({
                 "grid": grid, "mixture": mix, "sampler": name, "nfe": N,
@@ -145,73 +153,68 @@ def main(argv: list[str] | None = None) -> int:
                 "loglik": float(gmm.log_prob(out).mean()),
             })
     names = NAMES
-    lines = [f"x_T rows: {args.rows} (seed {args.seed}); path error = median ||x_N - exact PF-ODE(x_T)||; "
-             f"SW2 vs {args.rows} exact data samples; loglik = mean log p(samples) (exact data: "
-             + ", ".join(f"{m} {float(models[m].gmm.log_prob(data[m]).mean()):.3f}" for m in args.mixtures) + ")", ""]
-    for grid in args.grids:
-        for mix in args.mixtures:
+    lines = [f"x_T rows: {opts.rows} (seed {seed}); path error = median ||x_N - exact PF-ODE(x_T)||; "
+             f"SW2 vs {opts.rows} exact data samples; loglik = mean log p(samples) (exact data: "
+             + ", ".join(f"{m} {float(models[m].gmm.log_prob(data[m]).mean()):.3f}" for m in mixtures) + ")", ""]
+    for grid in grids:
+        for mix in mixtures:
             have = [n for n in names if any(r["sampler"] == n and r["grid"] == grid for r in results)]
             lines.append(f"### grid={grid}, mixture={mix}: path error / SW2 / loglik")
             lines.append("| NFE | " + " | ".join(have) + " | DDIM / F-DDIM |")
             lines.append("|---" * (len(have) + 2) + "|")
-            for N in args.nfe:
+            for N in nfes:
                 row = {r["sampler"]: r for r in results if r["grid"] == grid and r["mixture"] == mix and r["nfe"] == N}
                 cells = [f"{row[n]['path_err']:.3g} / {row[n]['sw2']:.3g} / {row[n]['loglik']:.3f}" if n in row else "-" for n in have]
                 lines.append(f"| {N} | " + " | ".join(cells) + f" | {row['DDIM']['path_err'] / row['F-DDIM']['path_err']:.2f}x |")
             lines.append("")
     verdicts = []
-    for grid in args.grids:
-        for mix in args.mixtures:
-            bad = [N for N in args.nfe if N >= 5 and next(r for r in results if (r["grid"], r["mixture"], r["sampler"], r["nfe"]) == (grid, mix, "F-DDIM", N))["path_err"]
+    for grid in grids:
+        for mix in mixtures:
+            bad = [N for N in nfes if N >= 5 and next(r for r in results if (r["grid"], r["mixture"], r["sampler"], r["nfe"]) == (grid, mix, "F-DDIM", N))["path_err"]
                    >= next(r for r in results if (r["grid"], r["mixture"], r["sampler"], r["nfe"]) == (grid, mix, "DDIM", N))["path_err"]]
             verdicts.append(f"claim F-DDIM < DDIM at every NFE >= 5 [{grid}, {mix}]: " + ("HOLDS" if not bad else f"FAILS at NFE {bad}"))
     lines += verdicts + [""]
-    if 4 in args.nfe:  # item 7 of issue #12: where the NFE-4 loss comes from (the first guess e_0 := x_T)
+    if 4 in nfes:  # item 7 of issue #12: where the NFE-4 loss comes from (the first guess e_0 := x_T)
         lines.append("NFE 4, DDIM error / error of each F-DDIM first guess (> 1: beats DDIM):")
-        for grid in args.grids:
-            for mix in args.mixtures:
+        for grid in grids:
+            for mix in mixtures:
                 row = {r["sampler"]: r["path_err"] for r in results if (r["grid"], r["mixture"], r["nfe"]) == (grid, mix, 4)}
                 lines.append(f"  [{grid}, {mix}] " + ", ".join(f"{n} {row['DDIM'] / row[n]:.2f}x" for n in ("F-DDIM", "F-DDIM-mean", "F-DDIM-evaluate") if n in row))
         lines.append("")
     digits, diagnosis = None, {}
-    if not args.no_digits:
-        import zoo
-
+    if opts.digits and "digits" not in ctx.spec.variants:
+        lines += [f"(no digits rows: spec {ctx.name} has no digits variant; `zoo bench f-dpmsolver` has them)", ""]
+    elif opts.digits:
         from .bench import digits_compare
 
-        # the shipped checkpoint through the spec (sha256-verified), from a checkout or an installed wheel
-        unet = zoo.load("f-dpmsolver", variant="digits").procedure.model
-        digits = digits_compare(unet.eval(), args.nfe, rows=args.digits_rows, seed=args.seed)
-        lines += [f"### learned digits UNet (f-dpmsolver-digits-unet.safetensors): median path error to its high-accuracy PF-ODE solution ({args.digits_rows} x_T; all samplers end at sigma(t=0))",
+        # the shipped checkpoint through the spec (specs/digits.yaml, sha256-verified), from a checkout or a wheel
+        unet = ctx.models("digits")["denoiser"]
+        digits = digits_compare(unet.eval(), nfes, rows=opts.digits_rows, seed=seed)
+        lines += [f"### learned digits UNet (f-dpmsolver-digits-unet.safetensors): median path error to its high-accuracy PF-ODE solution ({opts.digits_rows} x_T; all samplers end at sigma(t=0))",
                   "| NFE | " + " | ".join(names) + " | DDIM / F-DDIM |", "|---" * (len(names) + 2) + "|"]
-        dn = [n for n in names if any(n in digits[N] for N in args.nfe)]
+        dn = [n for n in names if any(n in digits[N] for N in nfes)]
         lines[-2:] = ["| NFE | " + " | ".join(dn) + " | DDIM / F-DDIM |", "|---" * (len(dn) + 2) + "|"]
-        lines += [f"| {N} | " + " | ".join(f"{digits[N][n]:.3g}" if n in digits[N] else "-" for n in dn) + f" | {digits[N]['DDIM'] / digits[N]['F-DDIM']:.2f}x |" for N in args.nfe]
-        bad = [N for N in args.nfe if N >= 5 and digits[N]["F-DDIM"] >= digits[N]["DDIM"]]
+        lines += [f"| {N} | " + " | ".join(f"{digits[N][n]:.3g}" if n in digits[N] else "-" for n in dn) + f" | {digits[N]['DDIM'] / digits[N]['F-DDIM']:.2f}x |" for N in nfes]
+        bad = [N for N in nfes if N >= 5 and digits[N]["F-DDIM"] >= digits[N]["DDIM"]]
         lines += ["", "claim F-DDIM < DDIM at every NFE >= 5 [digits UNet]: " + ("HOLDS" if not bad else f"FAILS at NFE {bad}"), ""]
-        lines += digits_diagnosis_lines(unet, [N for N in args.nfe if N <= 10], args.digits_rows, args.seed, diagnosis)
-    if not args.no_overhead:
+        lines += digits_diagnosis_lines(unet, [N for N in nfes if N <= 10], opts.digits_rows, seed, diagnosis)
+    if opts.overhead:
         lines += ["### sampler overhead per step (tiny UNet2DModel 3x32x32, batch 8, one thread)", "| sampler | ms / step | fraction of one model call |", "|---|---|---|"]
         lines += [f"| {n} | {ms:.3f} | {frac:.4f} |" for n, ms, frac in overhead_table()]
-    text = "\n".join(lines)
-    print(text)
+    ctx.report("\n".join(lines))
 
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "f-dpmsolver-bench.md").write_text(text + "\n")
-    (out_dir / "f-dpmsolver-bench.json").write_text(json.dumps({"toy": results, "digits": digits, "digits_diagnosis": diagnosis or None}, indent=1) + "\n")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    nrows = len(args.grids) + (1 if digits else 0)
-    fig, axes = plt.subplots(nrows, len(args.mixtures), figsize=(5.5 * len(args.mixtures), 4.2 * nrows), squeeze=False)
+    nrows = len(grids) + (1 if digits else 0)
+    fig, axes = plt.subplots(nrows, len(mixtures), figsize=(5.5 * len(mixtures), 4.2 * nrows), squeeze=False)
     styles = {"F-DDIM": ("C3", "o", "-"), "F-DDIM-mean": ("C5", "P", "-"), "F-DDIM-evaluate": ("C6", "X", ":"), "(DDIM+F-DDIM)/2": ("C7", "*", "--"),
               "F-DPMSolver-2": ("C1", "s", "--"), "DDIM": ("C0", "v", "-"), "EDMEuler": ("C9", "<", ":"), "DPM-Solver++(2M)": ("C2", "^", "-."), "UniPC": ("C4", "D", ":")}
-    for i, grid in enumerate(args.grids):
-        for j, mix in enumerate(args.mixtures):
+    for i, grid in enumerate(grids):
+        for j, mix in enumerate(mixtures):
             ax = axes[i][j]
             for n in names:
                 pts = [(r["nfe"], r["path_err"]) for r in results if (r["grid"], r["mixture"], r["sampler"]) == (grid, mix, n)]
@@ -219,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                     c, mk, ls = styles[n]
                     ax.loglog(*zip(*pts), color=c, marker=mk, linestyle=ls, label=n)
             ax.set_title(f"{mix}, {'VP linear-beta grid' if grid == 'vp' else 'EDM Karras grid (80 -> 0.002)'}", fontsize=10)
-            ax.set_xticks(args.nfe)
-            ax.set_xticklabels([str(n) for n in args.nfe])
+            ax.set_xticks(nfes)
+            ax.set_xticklabels([str(n) for n in nfes])
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.set_xlabel("NFE")
             ax.set_ylabel("median path error to exact ODE")
@@ -230,11 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         ax = axes[-1][0]
         for n in names:
             c, mk, ls = styles[n]
-            pts = [(N, digits[N][n]) for N in args.nfe if n in digits[N]]
+            pts = [(N, digits[N][n]) for N in nfes if n in digits[N]]
             if pts:
                 ax.loglog(*zip(*pts), color=c, marker=mk, linestyle=ls, label=n)
-        ax.set_xticks(args.nfe)
-        ax.set_xticklabels([str(n) for n in args.nfe])
+        ax.set_xticks(nfes)
+        ax.set_xticklabels([str(n) for n in nfes])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title("learned 8x8-digits UNet (reference: its own PF-ODE)")
         ax.set_xlabel("NFE")
@@ -245,7 +248,6 @@ def main(argv: list[str] | None = None) -> int:
             extra.axis("off")
     fig.suptitle("F-DPMSolver vs diffusers' schedulers on the exact Gaussian-mixture testbed (same x_T)")
     fig.tight_layout()
-    fig.savefig(out_dir / "f-dpmsolver-bench.png", dpi=110)
-    print(f"\nwrote {out_dir / 'f-dpmsolver-bench.png'}, {out_dir / 'f-dpmsolver-bench.md'}, {out_dir / 'f-dpmsolver-bench.json'}")
-    return 0
-
+    fig.savefig(ctx.figure("f-dpmsolver-bench.png"), dpi=110)
+    plt.close(fig)
+    return {"toy": results, "digits": digits, "digits_diagnosis": diagnosis or None}

@@ -1,14 +1,14 @@
 """Cheap metric checks of the ``f-dpmsolver`` toy variant: ``fn(pipeline) -> float``.
 
-All use the fixed evaluation set of :mod:`zoo.methods.diffusers_baselines.report` (256 rows of x_T,
+All use the fixed evaluation set of :mod:`zoo.common.scheduler_report` (256 rows of x_T,
 seed 2026) and the exact PF-ODE of the toy mixture; they run in about a second.
 """
 from __future__ import annotations
 
 from registry.contract import metric_check
 
-from zoo.methods.diffusers_baselines.report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
-from zoo.methods.diffusers_baselines.sampler import DDIMSampler
+from zoo.common.scheduler_report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
+from zoo.common.scheduler_samplers import DDIMSampler
 
 __all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim", "bench_ratio", "digits_ratio"]
 
@@ -26,7 +26,7 @@ def ddim_over_fddim(pipeline) -> float:
 @metric_check
 def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-DDIM") -> float:
     """Slow check: DDIM / ``sampler`` median path error on the ``grid`` (vp | edm) grid, ``mixture``
-    (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in tools/bench_samplers.py
+    (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in ``zoo bench f-dpmsolver``
     (ignores the pipeline's own params). On the EDM grid DDIM runs on F-DDIM's own N + 1 points (authors' protocol)."""
     from .bench import compare
 

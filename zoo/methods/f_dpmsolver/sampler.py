@@ -1,5 +1,5 @@
 """The F-DPMSolver sampler procedures (spec ``f-dpmsolver``): :class:`FDPMSolverScheduler` in the
-diffusers pipeline loop of :func:`zoo.methods.diffusers_baselines.sampler.run_scheduler`, and the half-sum
+diffusers pipeline loop of :func:`zoo.common.scheduler_loop.run_scheduler`, and the half-sum
 ``(DDIM + F-DDIM) / 2`` on the same grid.
 
 Defaults follow the paper's code (https://github.com/Na-Li66/F-DPMSolver, ``sampler.py`` / ``run.sh``):
@@ -16,7 +16,8 @@ from pydantic import Field, model_validator
 
 from registry.contract import ProcedureParams
 from registry.limits import Bound, Rows, Seeds
-from zoo.methods.diffusers_baselines.sampler import DiffusionOutput, SchedulerSampler, _vp_config, run_scheduler
+from zoo.common.scheduler_loop import run_scheduler
+from zoo.common.scheduler_samplers import DiffusionOutput, SchedulerSampler, vp_config
 
 from .scheduler import FDPMSolverScheduler, _to_eps_x0
 
@@ -74,7 +75,7 @@ class FDPMSolverSampler(SchedulerSampler):
         if p.first_eps == "mean":
             mean = p.data_mean if p.data_mean is not None else model_data_mean(self.model)
         return FDPMSolverScheduler(
-            **_vp_config(self.model), solver_order=p.solver_order, first_eps=p.first_eps, data_mean=mean, timestep_spacing=p.timestep_spacing,
+            **vp_config(self.model), solver_order=p.solver_order, first_eps=p.first_eps, data_mean=mean, timestep_spacing=p.timestep_spacing,
             use_karras_sigmas=p.use_karras_sigmas, sigma_min=p.sigma_min, sigma_max=p.sigma_max, rho=p.rho,
         )
 

@@ -1,5 +1,8 @@
-"""Thin procedures around diffusers' own schedulers (DDIM, DPM-Solver++, UniPC), and the shared
-pipeline-style loop that every scheduler sampler of the zoo runs (F-DPMSolver included).
+"""Scheduler samplers as zoo procedures: the base :class:`SchedulerSampler` (a diffusers scheduler + the one
+pipeline loop, :func:`zoo.common.scheduler_loop.run_scheduler`) and thin procedures around diffusers' own
+schedulers (DDIM, DPM-Solver++, UniPC). The ``ddim``, ``dpm-solver-pp`` and ``unipc`` specs sample with them
+(through :mod:`zoo.methods.diffusers_baselines`); F-DPMSolver subclasses :class:`SchedulerSampler` and uses the
+three as its benchmark's baselines.
 
 The loop is exactly what diffusers pipelines do (``DiTPipeline`` / SD pipelines)::
 
@@ -32,8 +35,9 @@ from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.limits import Bound, Rows, Seeds
 from registry.outputs import ImageOutput
 from zoo.common.output import OutPath
+from zoo.common.scheduler_loop import run_scheduler
 
-__all__ = ["DiffusionOutput", "run_scheduler", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape"]
+__all__ = ["DiffusionOutput", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape", "vp_config"]
 
 
 @dataclass
@@ -47,22 +51,6 @@ class DiffusionOutput(ImageOutput):
         if self.samples.dim() != 4:
             raise ValueError(f"samples of shape {tuple(self.samples.shape)} are not images (N, C, H, W); use .samples")
         return super().images
-
-
-def run_scheduler(scheduler: Any, model: Any, x_T: torch.Tensor, num_inference_steps: int, progress: bool = False) -> torch.Tensor:
-    """The diffusers pipeline loop (see module docstring); returns the final sample."""
-    scheduler.set_timesteps(num_inference_steps)
-    x = x_T * scheduler.init_noise_sigma
-    ts = scheduler.timesteps
-    if progress:
-        from tqdm.auto import tqdm
-
-        ts = tqdm(ts, desc=type(scheduler).__name__, leave=False)
-    for t in ts:
-        model_input = scheduler.scale_model_input(x, t)
-        out = model(model_input, t).sample
-        x = scheduler.step(out, t, x).prev_sample
-    return x
 
 
 def sample_shape(model: Any) -> tuple[int, ...]:
@@ -149,10 +137,10 @@ class SchedulerSampler(Procedure):
         runs never disturb this one): ``native(batch_size=B, generator=torch.Generator().manual_seed(s),
         num_inference_steps=N, output_type="latent").images`` equals ``self(seed=s, batch_size=B).samples``
         with the same N. Only for image UNets (the analytic toy has no image shape); see
-        :mod:`zoo.methods.diffusers_baselines.native`."""
+        :mod:`zoo.common.scheduler_native`."""
         import copy
 
-        from .native import SchedulerPipeline
+        from .scheduler_native import SchedulerPipeline
 
         if getattr(getattr(self.model, "config", None), "sample_size", None) is None:
             raise ValueError(f"{type(self).__name__}: no native diffusers pipeline for a non-image model ({type(self.model).__name__})")
@@ -168,7 +156,7 @@ class SchedulerSampler(Procedure):
         return [DiffusionOutput(samples=outputs.samples[i : i + 1]) for i in range(outputs.samples.shape[0])]
 
     def run_cli(self, inputs, seed: int) -> str:
-        from zoo.methods.diffusers_baselines.report import cli_report
+        from .scheduler_report import cli_report
 
         return cli_report(self, inputs or self.CliInputs(), seed)
 
@@ -178,8 +166,9 @@ class _VPParams(ProcedureParams):
     timestep_spacing: Literal["linspace", "leading", "trailing"] = "trailing"
 
 
-def _vp_config(model: Any) -> dict[str, Any]:
-    """The training schedule of the denoiser, if it declares one (the analytic model does)."""
+def vp_config(model: Any) -> dict[str, Any]:
+    """The training schedule of the denoiser as diffusers scheduler kwargs (``num_train_timesteps``, ``beta_*``,
+    ``prediction_type``), where it declares one (the analytic model does; ``UNet2DModel`` declares none)."""
     cfg = getattr(model, "config", {})
     keys = ("num_train_timesteps", "beta_start", "beta_end", "beta_schedule")
     out = {k: cfg[k] for k in keys if cfg.get(k) is not None}  # UNet2DModel has num_train_timesteps: None
@@ -201,7 +190,7 @@ class DDIMSampler(SchedulerSampler):
     def make_scheduler(self):
         from diffusers import DDIMScheduler
 
-        return DDIMScheduler(**_vp_config(self.model), timestep_spacing=self.params.timestep_spacing, set_alpha_to_one=self.params.set_alpha_to_one, clip_sample=False)
+        return DDIMScheduler(**vp_config(self.model), timestep_spacing=self.params.timestep_spacing, set_alpha_to_one=self.params.set_alpha_to_one, clip_sample=False)
 
     def noise_range(self):
         s = self.scheduler
@@ -239,7 +228,7 @@ class DPMSolverPPSampler(_MultistepSampler):
 
         p = self.params
         return DPMSolverMultistepScheduler(
-            **_vp_config(self.model), algorithm_type="dpmsolver++", solver_order=p.solver_order, lower_order_final=p.lower_order_final,
+            **vp_config(self.model), algorithm_type="dpmsolver++", solver_order=p.solver_order, lower_order_final=p.lower_order_final,
             final_sigmas_type=p.final_sigmas_type, timestep_spacing=p.timestep_spacing,
         )
 
@@ -255,6 +244,6 @@ class UniPCSampler(_MultistepSampler):
 
         p = self.params
         return UniPCMultistepScheduler(
-            **_vp_config(self.model), solver_order=p.solver_order, lower_order_final=p.lower_order_final, solver_type=p.solver_type,
+            **vp_config(self.model), solver_order=p.solver_order, lower_order_final=p.lower_order_final, solver_type=p.solver_type,
             final_sigmas_type=p.final_sigmas_type, timestep_spacing=p.timestep_spacing,
         )

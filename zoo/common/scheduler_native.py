@@ -29,7 +29,7 @@ import torch
 from diffusers import DDPMPipeline
 from diffusers.pipelines.pipeline_utils import ImagePipelineOutput
 
-from .sampler import sample_shape
+from .scheduler_samplers import sample_shape
 
 
 class SchedulerPipeline(DDPMPipeline):
