@@ -138,3 +138,29 @@ def default_device(target: HardwareTarget, machine: Machine) -> str:
 
 def offline() -> bool:
     return any(os.environ.get(v, "") not in ("", "0", "false") for v in ("HF_HUB_OFFLINE", "ZOO_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+#: CPU features whose presence changes which kernels MKL / oneDNN / torch pick for float32 work (and so the last
+#: bits of a trained checkpoint): part of :func:`cpu_kernel_signature`
+KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile", "fma", "sve", "asimd")
+
+
+def cpu_kernel_signature() -> str:
+    """Which CPU kernels this machine's torch runs float32 training on: architecture, torch's CPU dispatch level and
+    the kernel-relevant CPU flags (from ``/proc/cpuinfo``), e.g. ``x86_64/AVX512/amx_tile+avx2+...``. Two machines with
+    one signature may still round differently (a library's own dispatch by CPU model); two signatures usually do."""
+    import platform
+
+    import torch
+
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    present = "+".join(sorted(flag for flag in KERNEL_FLAGS if flag in flags)) or "none"
+    return f"{platform.machine()}/{torch.backends.cpu.get_cpu_capability()}/{present}"

@@ -534,6 +534,21 @@ training:
     )
     params: ConsentFree = Field({}, description="the trainer's options (validated by its options model)")
     description: str | None = None
+    elsewhere: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_+./-]{1,200}$")],
+                    dict[str, Annotated[str, Field(pattern=SHA256_RE)]]] = Field(
+        {}, max_length=16,
+        description="digests this recipe was measured to write on a CPU whose kernels round differently from the machine "
+        "that made the shipped files, keyed by the kernel signature `zoo train --check` prints: there, --check accepts "
+        "them (and says so) instead of the spec's sha256; elsewhere only the spec's sha256 counts",
+    )
+
+    @model_validator(mode="after")
+    def _elsewhere_names_produced_files(self) -> "TrainingSpec":
+        for sig, files in self.elsewhere.items():
+            stray = sorted(set(files) - set(self.produces))
+            if stray:
+                raise ValueError(f"elsewhere.{sig} names {stray[0]!r}, which this entry does not produce")
+        return self
 
 
 class HardwareTarget(Strict):

@@ -126,3 +126,47 @@ def test_training_errors_are_one_line(train_spec: Path, tmp_path: Path, capsys: 
     plain.write_text(echo_spec("plain-demo", "zoo_train_demo"))
     assert main(["train", str(plain)]) == 2
     assert "declares no training" in capsys.readouterr().err
+
+
+def test_a_digest_recorded_for_this_cpu_is_accepted_only_on_this_cpu(train_spec: Path, capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`elsewhere: {SIGNATURE: {file: sha256}}` records what unchanged code writes on a CPU whose kernels round
+    differently from the shipping machine's: --check accepts it there (OK*, saying so), nowhere else, and never a
+    third digest."""
+    import registry.hardware as hardware
+
+    monkeypatch.setattr(hardware, "cpu_kernel_signature", lambda: "x86_64/AVX512/amx_tile")
+    text = _spec(_sha("v1"), _sha("other"), "{text: v2}")
+    recorded = text.replace("params: {text: v2}}", "params: {text: v2}, elsewhere: {x86_64/AVX512/amx_tile: {weights/made.bin: %s}}}" % _sha("v2"))
+    assert recorded != text
+    train_spec.write_text(recorded)
+    assert main(["train", str(train_spec), "--check", "--only", "made"]) == 0
+    out = capsys.readouterr().out
+    assert f"OK*  weights/made.bin: sha256 {_sha('v2')} == the digest recorded for this CPU (spec {_sha('v1')} was made on another CPU)" in out
+    assert "kernel signature is x86_64/AVX512/amx_tile" in out
+    monkeypatch.setattr(hardware, "cpu_kernel_signature", lambda: "x86_64/AVX2/fma")  # another CPU: only the spec counts
+    assert main(["train", str(train_spec), "--check", "--only", "made"]) == 1
+    assert f"FAIL weights/made.bin: sha256 {_sha('v2')} != spec {_sha('v1')}" in capsys.readouterr().out
+    monkeypatch.setattr(hardware, "cpu_kernel_signature", lambda: "x86_64/AVX512/amx_tile")
+    train_spec.write_text(recorded.replace("{text: v2}", "{text: v3}"))  # the recipe changed: neither digest
+    assert main(["train", str(train_spec), "--check", "--only", "made"]) == 1
+    assert f"!= spec {_sha('v1')} and != this CPU's recorded {_sha('v2')}" in capsys.readouterr().out
+
+
+def test_a_recorded_digest_must_name_a_file_the_entry_produces(train_spec: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train_spec.write_text(_spec(_sha("v1"), _sha("other")).replace(
+        "produces: [weights/made.bin], params: {}}", "produces: [weights/made.bin], params: {}, elsewhere: {cpu-a: {weights/other.bin: %s}}}" % _sha("x")))
+    assert main(["train", str(train_spec), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "training.made" in err and "elsewhere.cpu-a names 'weights/other.bin', which this entry does not produce" in err
+
+
+def test_the_kernel_signature_names_architecture_dispatch_and_flags() -> None:
+    import platform
+
+    import torch
+
+    from registry.hardware import cpu_kernel_signature
+
+    arch, dispatch, flags = cpu_kernel_signature().split("/")
+    assert arch == platform.machine() and dispatch == torch.backends.cpu.get_cpu_capability() and flags

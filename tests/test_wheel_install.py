@@ -10,6 +10,7 @@ and ``zoo train probe --check``; nothing is written into the installed package."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,7 @@ def test_the_installed_wheel_builds_every_spec_runs_invariants_benchmarks_and_tr
         assert doc["quick"] is True and doc["result"], name
     assert (work / "zoo-bench-robuq" / "robuq.png").is_file() and (work / "zoo-bench-probe" / "probe.png").is_file()
     train = _run([zoo_cli, "train", "probe", "--check"], env, work)
-    assert "OK   weights/probe-detector.safetensors" in train.stdout, train.stdout[-2000:]
+    # the spec's sha256, or on a CPU whose kernels round differently the digest the spec records for that CPU (OK*)
+    assert re.search(r"^OK[ *]  weights/probe-detector.safetensors", train.stdout, re.M), train.stdout[-2000:]
     assert {p.name for p in work.iterdir()} == {f"zoo-bench-{n}" for n in benches}  # every file inside its --out-dir
     assert {p: p.stat().st_mtime_ns for p in (purelib / "zoo_specs").rglob("*")} == installed  # nothing written there

@@ -144,7 +144,8 @@ def test_toy_training_reproduces_byte_for_byte(capsys) -> None:
     from zoo.cli import main
 
     assert main(["train", "codila", "--check"]) == 0
-    ok = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("OK ")]
+    # OK: the spec's sha256; OK*: the digest the spec records for this CPU (where the shipped kernels' rounding differs)
+    ok = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("OK  ", "OK* "))]
     assert len(ok) == 6, ok
 
 
