@@ -602,3 +602,29 @@ def test_chain_gap_summary_pairs_by_training_seed_and_uses_the_seed_spread() -> 
     rows[3]["validity"] = 0.51  # FlexMDM seed 2 above LoFlexMDM seed 0: the arms overlap
     (g,) = gap_summary(rows, [0, 1, 2])
     assert not g["separated"] and g["gap_min"] == pytest.approx(0.03)
+
+
+def test_bench_through_the_engine_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`zoo bench loflexmdm` (one task, few samples): the engine's flags, the table in the report, the PNG named
+    after the tasks run and `<name>-bench.json` in --out-dir, with the three methods' rows and the oracle's; a bad
+    option value is one line naming the flag."""
+    import json
+
+    from zoo.cli import main
+
+    argv = ["bench", "loflexmdm", "--tasks", "checksum", "--samples", "16", "--steps", "4", "--tv-steps", "8",
+            "--out-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert "| checksum | LoFlexMDM plain" in (tmp_path / "loflexmdm-bench.md").read_text()
+    assert (tmp_path / "loflexmdm-checksum-bench.png").stat().st_size > 0
+    res = json.loads((tmp_path / "loflexmdm-bench.json").read_text())["result"]
+    got = {(r["method"], r["steps"]) for r in res["rows"]}
+    assert got == {(m, s) for m in ("FlexMDM plain", "LoFlexMDM plain") for s in (4, 8)} | {
+        ("LoFlexMDM paper (top_prob, p=0.5)", 4)} | {("oracle rates (linear schedule)", s) for s in (4, 8)}
+    assert set(res["schedule"]) == {"checksum"} and "chain" not in res
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # argparse's one line for a choice
+        main(["bench", "loflexmdm", "--tasks", "sudoku", "--out-dir", str(tmp_path)])
+    assert exc.value.code == 2 and "argument --tasks: invalid choice: 'sudoku'" in capsys.readouterr().err
+    assert main(["bench", "loflexmdm", "--samples", "0", "--out-dir", str(tmp_path)]) == 2
+    assert "--samples" in capsys.readouterr().err
