@@ -604,6 +604,40 @@ def test_chain_gap_summary_pairs_by_training_seed_and_uses_the_seed_spread() -> 
     assert not g["separated"] and g["gap_min"] == pytest.approx(0.03)
 
 
+@pytest.mark.parametrize("spec", ["loflexmdm", "flexmdm"])
+def test_training_entries_name_every_shipped_toy_checkpoint(spec: str) -> None:
+    """Each spec's `training:` has one entry per toy task, produced by the one trainer with the spec's own method, and
+    together they produce every shipped `weights/*.safetensors` of the spec (what `zoo train NAME --check` compares)."""
+    s = load_spec_file(SPECS / f"{spec}.yaml")
+    assert set(s.training) == {"checksum", "brackets", "chain"}
+    for task, entry in s.training.items():
+        assert entry.trainer == "zoo.methods.loflexmdm.train:train_task"
+        assert entry.params == {"method": spec, "task": task}
+        assert entry.produces == [f"weights/{spec}-{task}.safetensors"]
+    shipped = {v.weights for v in s.models["model"].variants.values() if isinstance(v.weights, str)}
+    assert shipped == {p for e in s.training.values() for p in e.produces}
+
+
+def test_trainer_writes_the_checkpoint_the_entry_produces(tmp_path: Path) -> None:
+    """`train.train_task` (the `zoo train` hook) writes `<method>-<task>.safetensors` into the run's folder, the state of
+    `training.train_toy` with the same options (ctx.seed = the training seed), loadable into the spec's architecture."""
+    from safetensors.torch import load_file
+
+    from registry.context import Context
+    from zoo.methods.loflexmdm.train import ToyOptions, train_task
+    from zoo.methods.loflexmdm.training import train_toy
+
+    spec_file = SPECS / "flexmdm.yaml"
+    ctx = Context(load_spec_file(spec_file), spec_file, out_dir=tmp_path, use_cache=False)
+    train_task(ctx, ToyOptions(method="flexmdm", task="chain", steps=2, batch_size=8))
+    state = load_file(str(tmp_path / "flexmdm-chain.safetensors"))
+    ref = train_toy("flexmdm", "chain", 0, steps=2, batch_size=8).state_dict()
+    assert set(state) == set(ref) and all(torch.equal(state[k], ref[k]) for k in ref)
+    build_model(task="chain", schedule="linear", length_conditioning=True).load_state_dict(state)
+    with pytest.raises(ValueError, match="task"):
+        ToyOptions(method="flexmdm", task="sudoku")
+
+
 def test_bench_through_the_engine_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`zoo bench loflexmdm` (one task, few samples): the engine's flags, the table in the report, the PNG named
     after the tasks run and `<name>-bench.json` in --out-dir, with the three methods' rows and the oracle's; a bad
