@@ -662,3 +662,19 @@ def test_bench_through_the_engine_writes_table_png_and_json(tmp_path: Path, caps
     assert exc.value.code == 2 and "argument --tasks: invalid choice: 'sudoku'" in capsys.readouterr().err
     assert main(["bench", "loflexmdm", "--samples", "0", "--out-dir", str(tmp_path)]) == 2
     assert "--samples" in capsys.readouterr().err
+
+
+def test_length_diagnosis_tables() -> None:
+    """`diagnostics.length_diagnosis` (the NOTES' "Diagnosis" tool): the sampled length histogram sums to 1 next to the
+    exact law (which sums to 1), the calibration rows per t bin, and the clean-row remainders, whose exact column is
+    0 for rows of the longest length (nothing left to insert)."""
+    from zoo.methods.loflexmdm.diagnostics import length_diagnosis
+
+    text = length_diagnosis(zoo.load("flexmdm", variant="toy").models["model"], samples=64, steps=16, t_bins=(0.5,))
+    lines = text.splitlines()
+    assert lines[0].startswith("16 steps, 64 samples: length TV ")
+    hist = [line.split() for line in lines[2:] if line.split()[0].isdigit()]
+    assert sum(float(h[1]) for h in hist) == pytest.approx(1.0, abs=1e-2) and sum(float(h[2]) for h in hist) == pytest.approx(1.0, abs=1e-2)
+    assert any(line.startswith("t~0.50 ") for line in lines)
+    clean = [line for line in lines if line.startswith("t=0.999")]
+    assert clean and clean[0].split()[-1].split("/")[1] == "0.000"  # the longest length
