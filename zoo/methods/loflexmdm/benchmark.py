@@ -262,7 +262,8 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
         text += [f"\nchain task (toy-chain: the leaf determines every token, left-to-right is a guess), {opts.samples} draws per row, "
                  f"ceilings {opts.bayes_samples}; training seeds {res['chain']['seeds']}", print_chain(res["chain"])]
     ctx.report("\n".join(text))
-    # the full run's figure; a run of fewer tasks names them (--tasks chain: <spec>-chain-bench.png, the card's second figure)
+    # both control toys: the card's figure (with the chain panels when run); else the tasks run name it
+    # (--tasks chain: <spec>-chain-bench.png, the card's second figure)
     png = f"{ctx.name}-bench.png" if all(t in tasks for t in VARIANTS) else f"{ctx.name}-{'-'.join(tasks)}-bench.png"
     plot(res, ctx.figure(png))
     return res
