@@ -602,3 +602,79 @@ def test_chain_gap_summary_pairs_by_training_seed_and_uses_the_seed_spread() -> 
     rows[3]["validity"] = 0.51  # FlexMDM seed 2 above LoFlexMDM seed 0: the arms overlap
     (g,) = gap_summary(rows, [0, 1, 2])
     assert not g["separated"] and g["gap_min"] == pytest.approx(0.03)
+
+
+@pytest.mark.parametrize("spec", ["loflexmdm", "flexmdm"])
+def test_training_entries_name_every_shipped_toy_checkpoint(spec: str) -> None:
+    """Each spec's `training:` has one entry per toy task, produced by the one trainer with the spec's own method, and
+    together they produce every shipped `weights/*.safetensors` of the spec (what `zoo train NAME --check` compares)."""
+    s = load_spec_file(SPECS / f"{spec}.yaml")
+    assert set(s.training) == {"checksum", "brackets", "chain"}
+    for task, entry in s.training.items():
+        assert entry.trainer == "zoo.methods.loflexmdm.train:train_task"
+        assert entry.params == {"method": spec, "task": task}
+        assert entry.produces == [f"weights/{spec}-{task}.safetensors"]
+    shipped = {v.weights for v in s.models["model"].variants.values() if isinstance(v.weights, str)}
+    assert shipped == {p for e in s.training.values() for p in e.produces}
+
+
+def test_trainer_writes_the_checkpoint_the_entry_produces(tmp_path: Path) -> None:
+    """`train.train_task` (the `zoo train` hook) writes `<method>-<task>.safetensors` into the run's folder, the state of
+    `training.train_toy` with the same options (ctx.seed = the training seed), loadable into the spec's architecture."""
+    from safetensors.torch import load_file
+
+    from registry.context import Context
+    from zoo.methods.loflexmdm.train import ToyOptions, train_task
+    from zoo.methods.loflexmdm.training import train_toy
+
+    spec_file = SPECS / "flexmdm.yaml"
+    ctx = Context(load_spec_file(spec_file), spec_file, out_dir=tmp_path, use_cache=False)
+    train_task(ctx, ToyOptions(method="flexmdm", task="chain", steps=2, batch_size=8))
+    state = load_file(str(tmp_path / "flexmdm-chain.safetensors"))
+    ref = train_toy("flexmdm", "chain", 0, steps=2, batch_size=8).state_dict()
+    assert set(state) == set(ref) and all(torch.equal(state[k], ref[k]) for k in ref)
+    build_model(task="chain", schedule="linear", length_conditioning=True).load_state_dict(state)
+    with pytest.raises(ValueError, match="task"):
+        ToyOptions(method="flexmdm", task="sudoku")
+
+
+def test_bench_through_the_engine_writes_table_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`zoo bench loflexmdm` (one task, few samples): the engine's flags, the table in the report, the PNG named
+    after the tasks run and `<name>-bench.json` in --out-dir, with the three methods' rows and the oracle's; a bad
+    option value is one line naming the flag."""
+    import json
+
+    from zoo.cli import main
+
+    argv = ["bench", "loflexmdm", "--tasks", "checksum", "--samples", "16", "--steps", "4", "--tv-steps", "8",
+            "--out-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert "| checksum | LoFlexMDM plain" in (tmp_path / "loflexmdm-bench.md").read_text()
+    assert (tmp_path / "loflexmdm-checksum-bench.png").stat().st_size > 0
+    res = json.loads((tmp_path / "loflexmdm-bench.json").read_text())["result"]
+    got = {(r["method"], r["steps"]) for r in res["rows"]}
+    assert got == {(m, s) for m in ("FlexMDM plain", "LoFlexMDM plain") for s in (4, 8)} | {
+        ("LoFlexMDM paper (top_prob, p=0.5)", 4)} | {("oracle rates (linear schedule)", s) for s in (4, 8)}
+    assert set(res["schedule"]) == {"checksum"} and "chain" not in res
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # argparse's one line for a choice
+        main(["bench", "loflexmdm", "--tasks", "sudoku", "--out-dir", str(tmp_path)])
+    assert exc.value.code == 2 and "argument --tasks: invalid choice: 'sudoku'" in capsys.readouterr().err
+    assert main(["bench", "loflexmdm", "--samples", "0", "--out-dir", str(tmp_path)]) == 2
+    assert "--samples" in capsys.readouterr().err
+
+
+def test_length_diagnosis_tables() -> None:
+    """`diagnostics.length_diagnosis` (the NOTES' "Diagnosis" tool): the sampled length histogram sums to 1 next to the
+    exact law (which sums to 1), the calibration rows per t bin, and the clean-row remainders, whose exact column is
+    0 for rows of the longest length (nothing left to insert)."""
+    from zoo.methods.loflexmdm.diagnostics import length_diagnosis
+
+    text = length_diagnosis(zoo.load("flexmdm", variant="toy").models["model"], samples=64, steps=16, t_bins=(0.5,))
+    lines = text.splitlines()
+    assert lines[0].startswith("16 steps, 64 samples: length TV ")
+    hist = [line.split() for line in lines[2:] if line.split()[0].isdigit()]
+    assert sum(float(h[1]) for h in hist) == pytest.approx(1.0, abs=1e-2) and sum(float(h[2]) for h in hist) == pytest.approx(1.0, abs=1e-2)
+    assert any(line.startswith("t~0.50 ") for line in lines)
+    clean = [line for line in lines if line.startswith("t=0.999")]
+    assert clean and clean[0].split()[-1].split("/")[1] == "0.000"  # the longest length

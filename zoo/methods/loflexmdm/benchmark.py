@@ -26,21 +26,23 @@ and cached, 4.5-7 CPU minutes per model measured under load, idle not measured),
 tokens), φ's b_in by distance from the end, the exact-posterior (Bayes) references (linear schedule, planted leaf-first and
 root-first orders, each seed's learned φ) and the LoFlexMDM − FlexMDM gap per seed with mean ± sd over the seeds.
 
-    zoo bench loflexmdm                      # 2000 samples per row, chain seeds 0,1,2
-    zoo bench loflexmdm --quick              # 256 samples, steps 8 and 16, chain seed 0
-    python tools/bench_loflexmdm.py [opts]   # the same from a checkout, PNG into docs/methods/
+    zoo bench loflexmdm                           # 2000 samples per row, chain seeds 0 1 2
+    zoo bench loflexmdm --quick                   # 256 samples, steps 8 and 16, chain seed 0
+    zoo bench loflexmdm --out-dir docs/methods    # refresh the card's table, JSON and PNG
+    zoo bench flexmdm ...                         # the same benchmark, files named flexmdm-bench.*
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick
+from pydantic import Field
 
-QUICK = {"samples": 256, "steps": "8,16", "tv_steps": "", "chain_seeds": "0", "bayes_samples": 256, "fd_samples": 512}
+from registry.contract import Options, benchmark
+
+METHOD_SPECS = ("flexmdm", "loflexmdm")  # the two specs this benchmark compares (each names it as its bench:)
 PAPER_STAR_HARD = {"FlexMDM": 6.0, "LoFlexMDM": 87.9}
 VARIANTS = {"checksum": "toy", "brackets": "toy-brackets"}
 ORACLE = "oracle rates (linear schedule)"
@@ -182,26 +184,31 @@ def _plot_chain(ch: dict | None, axes) -> None:
         axes[5].axis("off")
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark (``zoo bench loflexmdm [--quick] [options]``): prints the table, writes the PNG."""
-    ap = argparse.ArgumentParser(prog="zoo bench loflexmdm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", type=int, default=2000, help="unconditional samples per row (one generator, seeded)")
-    ap.add_argument("--steps", default="8,16,32,64", help="tau-leaping step budgets, comma-separated")
-    ap.add_argument("--tv-steps", default="1024", help="extra step budgets for the plain and oracle rows (length-TV bar); '' for none")
-    ap.add_argument("--tasks", default="checksum,brackets,chain",
-                    help="tasks to run, comma-separated: checksum and brackets (the control toys, where no order helps), chain (the order toy)")
-    ap.add_argument("--chain-seeds", default="0,1,2",
-                    help="training seeds of the chain-task comparison (0 = the shipped toy-chain weights; others are trained "
-                         "with the same recipe on first use, 4.5-7 CPU min per model measured under load, and cached); '' to skip the chain task")
-    ap.add_argument("--bayes-samples", type=int, default=1000, help="draws per exact-posterior (Bayes generator) row (chain task)")
-    ap.add_argument("--fd-samples", type=int, default=4096,
-                    help="draws per batch (12 batches) of the finite differences of the loss in phi's multipliers (chain task)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
-    ap.add_argument("--png", type=Path, default=Path("loflexmdm-bench.png"), help="PNG output path")
-    args = parse_with_quick(ap, argv, QUICK, "256 samples per row, steps 8 and 16")
+StepBudget = Annotated[int, Field(ge=1, le=4096)]
 
+
+class BenchOptions(Options):
+    samples: int = Field(2000, ge=1, le=100_000, description="unconditional samples per row (one generator, seeded by --seed)")
+    steps: list[StepBudget] = Field([8, 16, 32, 64], min_length=1, max_length=16, description="tau-leaping step budgets")
+    tv_steps: list[StepBudget] = Field([1024], max_length=8, description="extra step budgets for the plain and oracle rows "
+                                       "(length-TV bar; quick: none)")
+    tasks: list[Literal["checksum", "brackets", "chain"]] = Field(
+        ["checksum", "brackets", "chain"], min_length=1, max_length=3,
+        description="checksum and brackets (the control toys, where no order helps), chain (the order toy)")
+    chain_seeds: list[Annotated[int, Field(ge=0, le=1000)]] = Field(
+        [0, 1, 2], min_length=1, max_length=16,
+        description="training seeds of the chain-task comparison (0 = the shipped toy-chain weights; others are trained with "
+                    "the same recipe on first use, 4.5-7 CPU min per model measured under load, and cached)")
+    bayes_samples: int = Field(1000, ge=1, le=100_000, description="draws per exact-posterior (Bayes generator) row (chain task)")
+    fd_samples: int = Field(4096, ge=1, le=100_000,
+                            description="draws per batch (12 batches) of the finite differences of the loss in phi's multipliers (chain task)")
+    quick: ClassVar[dict[str, Any]] = {"samples": 256, "steps": [8, 16], "tv_steps": [], "chain_seeds": [0], "bayes_samples": 256,
+                                       "fd_samples": 512}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """LoFlexMDM vs FlexMDM on the checksum, brackets and chain toys: one table, the learned per-position schedules (PNG)."""
     import torch
 
     import zoo
@@ -209,37 +216,39 @@ def main(argv: list[str] | None = None) -> int:
     from .metrics import evaluate, learned_schedule, oracle_length_tv
     from .sampler import SamplerConfig
 
-    tasks = [x.strip() for x in args.tasks.split(",") if x.strip()]
-    unknown = sorted(set(tasks) - {*VARIANTS, "chain"})
-    if unknown or not tasks:
-        ap.error(f"--tasks: expected a comma-separated subset of checksum,brackets,chain, got {args.tasks!r}")
+    def shipped(spec: str, variant: str) -> Any:
+        """A spec's built model: this run's own spec through ``ctx``, the other one of the pair by name."""
+        if spec == ctx.name:
+            return ctx.models(variant)["model"]
+        return zoo.load(spec, variant=variant, device="cpu").models["model"]
+
+    tasks = opts.tasks
     torch.set_num_threads(1)
     t0 = time.time()
-    steps = [int(s) for s in args.steps.split(",") if s]
-    tv_steps = [int(s) for s in args.tv_steps.split(",") if s]
-    res: dict = {"samples": args.samples, "seed": args.seed, "rows": [], "schedule": {}}
+    steps, tv_steps = list(opts.steps), list(opts.tv_steps)
+    res: dict = {"samples": opts.samples, "seed": ctx.seed, "rows": [], "schedule": {}}
     for task, variant in VARIANTS.items():
         if task not in tasks:
             continue
-        models = {spec: zoo.load(spec, variant=variant, device="cpu").models["model"] for spec in ("flexmdm", "loflexmdm")}
-        res["schedule"][task] = learned_schedule(models["loflexmdm"], 2048, args.seed)
+        models = {spec: shipped(spec, variant) for spec in METHOD_SPECS}
+        res["schedule"][task] = learned_schedule(models["loflexmdm"], 2048, ctx.seed)
         for label, model, kw in (("FlexMDM plain", models["flexmdm"], dict(confidence=None, top_p=1.0)),
                                  ("LoFlexMDM plain", models["loflexmdm"], dict(confidence=None, top_p=1.0)),
                                  ("LoFlexMDM paper (top_prob, p=0.5)", models["loflexmdm"], dict(confidence="top_prob", top_p=0.5))):
             for n_steps in steps + (tv_steps if "plain" in label else []):
-                r = evaluate(model, args.samples, SamplerConfig(max_steps=n_steps, **kw), args.seed)
+                r = evaluate(model, opts.samples, SamplerConfig(max_steps=n_steps, **kw), ctx.seed)
                 r.update(task=task, method=label)
                 res["rows"].append(r)
                 print(f"  {task} {label} {n_steps}: validity {r['validity']:.3f} TV {r['length_tv']:.3f}", file=sys.stderr)
         for n_steps in steps + tv_steps:
-            res["rows"].append({"task": task, "method": ORACLE, "steps": n_steps, "length_tv": oracle_length_tv(task, n_steps, args.samples, args.seed)})
-    chain_seeds = [int(x) for x in args.chain_seeds.split(",") if x.strip()]
-    if chain_seeds and "chain" in tasks:
+            res["rows"].append({"task": task, "method": ORACLE, "steps": n_steps, "length_tv": oracle_length_tv(task, n_steps, opts.samples, ctx.seed)})
+    if "chain" in tasks:
         from .evaluation import chain_comparison
 
-        res["chain"] = chain_comparison(chain_seeds, args.samples, steps, args.bayes_samples, args.seed, fd_samples=args.fd_samples)
+        res["chain"] = chain_comparison(list(opts.chain_seeds), opts.samples, steps, opts.bayes_samples, shipped, ctx.seed,
+                                        fd_samples=opts.fd_samples)
     res["seconds"] = time.time() - t0
-    text = [f"\nLoFlexMDM vs FlexMDM, {args.samples} unconditional samples per row (seed {args.seed}; one CPU thread, torch {torch.__version__})"]
+    text = [f"\nLoFlexMDM vs FlexMDM, {opts.samples} unconditional samples per row (seed {ctx.seed}; one CPU thread, torch {torch.__version__})"]
     if res["rows"]:
         text.append(print_table(res))
     if "checksum" in res["schedule"]:
@@ -250,9 +259,11 @@ def main(argv: list[str] | None = None) -> int:
                  f"paper, star_hard exact match (the order-learning claim these toys mirror): FlexMDM {PAPER_STAR_HARD['FlexMDM']} % vs "
                  f"LoFlexMDM {PAPER_STAR_HARD['LoFlexMDM']} %"]
     if "chain" in res:
-        text += [f"\nchain task (toy-chain: the leaf determines every token, left-to-right is a guess), {args.samples} draws per row, "
-                 f"ceilings {args.bayes_samples}; training seeds {res['chain']['seeds']}", print_chain(res["chain"])]
-    from zoo.common.bench_output import write_outputs
-
-    write_outputs(res, "\n".join(text), plot, str(args.png.parent), args.png.name, str(args.json) if args.json else None)
-    return 0
+        text += [f"\nchain task (toy-chain: the leaf determines every token, left-to-right is a guess), {opts.samples} draws per row, "
+                 f"ceilings {opts.bayes_samples}; training seeds {res['chain']['seeds']}", print_chain(res["chain"])]
+    ctx.report("\n".join(text))
+    # both control toys: the card's figure (with the chain panels when run); else the tasks run name it
+    # (--tasks chain: <spec>-chain-bench.png, the card's second figure)
+    png = f"{ctx.name}-bench.png" if all(t in tasks for t in VARIANTS) else f"{ctx.name}-{'-'.join(tasks)}-bench.png"
+    plot(res, ctx.figure(png))
+    return res

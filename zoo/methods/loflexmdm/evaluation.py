@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -39,13 +40,12 @@ TASK = "chain"
 VARIANT = "toy-chain"
 
 
-def chain_model(method: str, seed: int) -> Any:
+def chain_model(method: str, seed: int, shipped: Callable[[str, str], Any]) -> Any:
     """The chain-task model of ``method`` (``loflexmdm`` / ``flexmdm``) for training seed ``seed``: the spec's shipped
-    weights for seed 0, else trained with the shipped recipe and cached."""
+    weights for seed 0 (``shipped(method, VARIANT)``, the benchmark's loader of a spec's built model), else trained
+    with the shipped recipe and cached."""
     if seed == 0:
-        import zoo
-
-        return zoo.load(method, variant=VARIANT, device="cpu").models["model"]
+        return shipped(method, VARIANT)
     from registry.contract import cached_artifact
 
     from .model import make_model
@@ -85,16 +85,17 @@ def gap_summary(rows: list[dict[str, Any]], seeds: list[int], a: str = "LoFlexMD
     return out
 
 
-def chain_comparison(seeds: list[int], samples: int, steps: list[int], bayes_samples: int, seed: int = 0,
-                     bayes_steps: list[int] | None = None, fd_samples: int = 4096) -> dict[str, Any]:
+def chain_comparison(seeds: list[int], samples: int, steps: list[int], bayes_samples: int, shipped: Callable[[str, str], Any],
+                     seed: int = 0, bayes_steps: list[int] | None = None, fd_samples: int = 4096) -> dict[str, Any]:
     """Every chain-task number of the benchmark (rows, φ's schedules, ceilings, gap summary); see the module
-    docstring. ``seed`` seeds the sampler (the same for every model)."""
+    docstring. ``shipped(spec, variant)`` returns a spec's built model (training seed 0); ``seed`` seeds the sampler
+    (the same for every model)."""
     task = Task(TASK)
     rows: list[dict[str, Any]] = []
     schedules: dict[str, Any] = {}
     learned: dict[int, dict[str, list[float]]] = {}
     for s in seeds:
-        models = {m: chain_model(m, s) for m in METHODS}
+        models = {m: chain_model(m, s, shipped) for m in METHODS}
         schedules[str(s)] = chain_schedule(models["loflexmdm"], 2048, seed)
         schedules[str(s)]["reward_fd"] = reward_finite_differences(models["loflexmdm"], fd_samples, 12, 0.5, seed)
         learned[s] = phi_schedule(models["loflexmdm"], task)

@@ -2,7 +2,7 @@
 two parameter groups (generator, aux with its own ``aux_lr``; gradient norms clipped per group), one backward pass
 per step through
 :func:`~zoo.methods.loflexmdm.core.joint_loss`. :func:`train_toy` is the recipe of every shipped toy checkpoint
-(``tools/train_loflexmdm.py``) and of the benchmark's extra training seeds."""
+(``zoo train loflexmdm`` / ``zoo train flexmdm``, :mod:`~zoo.methods.loflexmdm.train`) and of the benchmark's extra training seeds."""
 from __future__ import annotations
 
 import torch
