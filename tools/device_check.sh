@@ -11,12 +11,13 @@ OUT="${OUT:-out}"; mkdir -p "$OUT"
 DEVICE="${DEVICE:-cuda}"
 export HF_HUB_OFFLINE=1
 # PoE-Bridge on the GPU: every pair, K = 1 and K = 4, wall clock with the device synchronised and the cost model
-# from CUDA-timed forwards (the table's "cost per forward" line); JSON and log under $OUT
+# from CUDA-timed forwards (the table's "cost per forward" line); the engine's outputs (table, JSON, PNG) in
+# $OUT/poe-bridge-$DEVICE/, the log in $OUT/poe-bridge-$DEVICE.txt
 poe_bench() {
   local args="${POE_ARGS:---problems 64 --repeats 3}"
   echo "== zoo bench poe-bridge --device $DEVICE $args" | tee -a "$OUT/bench.txt"
   timeout "${POE_TIMEOUT:-420}" zoo bench poe-bridge --device "$DEVICE" $args \
-    --json "$OUT/poe-bridge-$DEVICE.json" --png "$OUT/poe-bridge-$DEVICE.png" > "$OUT/poe-bridge-$DEVICE.txt" 2>&1 \
+    --out-dir "$OUT/poe-bridge-$DEVICE" > "$OUT/poe-bridge-$DEVICE.txt" 2>&1 \
     && grep -E "^\[|^cost per forward|^  K=" "$OUT/poe-bridge-$DEVICE.txt" | tee -a "$OUT/bench.txt" \
     || { echo "(poe-bridge bench failed, see poe-bridge-$DEVICE.txt)" | tee -a "$OUT/bench.txt"; tail -5 "$OUT/poe-bridge-$DEVICE.txt"; }
 }
@@ -49,7 +50,6 @@ done
 rm -rf "$SAMPLES"
 poe_bench
 for b in tools/bench_*.py; do
-  [ "$b" = tools/bench_poe_bridge.py ] && continue  # run above, with its own options
   timeout 300 python "$b" --help >/dev/null 2>&1 || continue
   echo "== $b" | tee -a "$OUT/bench.txt"
   timeout 300 python "$b" --device cuda >> "$OUT/bench.txt" 2>&1 || echo "(failed or no --device option)" >> "$OUT/bench.txt"

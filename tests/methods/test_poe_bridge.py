@@ -353,7 +353,7 @@ def test_column_task_answers_sit_at_fixed_offsets_from_their_digits():
 def test_column_training_is_byte_reproducible_and_seeded():
     """The toy-long loops (columns task) give the same weights for the same seed and different ones for another
     seed (a loop that ignored its seed would pass the first half only); a few steps stand in for the shipped
-    run, whose bytes ``tools/train_poe_bridge_long.py --check`` compares."""
+    run, whose bytes ``zoo train poe-bridge --check --only toy-long`` compares."""
     from zoo.methods.poe_bridge.toy import toy_tokenizer
     from zoo.methods.poe_bridge.training import train_ar_qwen2, train_dlm_qwen2
 
@@ -368,3 +368,58 @@ def test_column_training_is_byte_reproducible_and_seeded():
         assert not all(torch.equal(a[k], c[k]) for k in a)
     with pytest.raises(ValueError, match="toy task must be one of"):
         toy_tokenizer("rows", 3)
+
+
+def test_bench_quick_writes_table_png_and_json(tmp_path, capsys: pytest.CaptureFixture[str]):
+    """``zoo bench poe-bridge --quick`` (2 problems here): the engine's flags, the toy pair's table in the report
+    (every row, the speed summary), the PNG and ``poe-bridge-bench.json`` (the rows, speedup rows after them) in
+    --out-dir; the PoE-weight ablation without the toy pair is one line naming --sweep-w (exit 2)."""
+    import json
+
+    from zoo.cli import main
+
+    assert main(["bench", "poe-bridge", "--quick", "--problems", "2", "--out-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    methods = ["AR decoding (target)", "DLM decoding (entropy, 2 tok/step)", "DLM decoding (entropy, 1 tok/step)",
+               "direct D->A IS, no bridge (K=4)", "speculative D->A, w=0 (K=4)", "PoE-Bridge K=1 (no IS)",
+               "PoE-Bridge K=4 multinomial_exact (paper)", "PoE-Bridge K=4 argmax_logit_diff (repo)"]
+    assert "[toy] Toy 3-digit addition" in text and "2 held-out problems" in text and "K=4, the paper's row" in text
+    assert all(f"| {m:<42} |" in text for m in methods)
+    doc = json.loads((tmp_path / "poe-bridge-bench.json").read_text())
+    assert doc["quick"] and doc["options"]["variants"] == ["toy"] and doc["options"]["problems"] == 2
+    rows = doc["result"]["rows"]
+    assert [r["method"] for r in rows] == methods + ["speedup K=1, the CPU row", "speedup K=4, the paper's row"]
+    assert rows[0]["ar_forwards"] == 33.0 and rows[1]["dlm_forwards"] == 20.0  # AR: one forward per token; DLM: 2 tok/step
+    assert (tmp_path / "poe-bridge-bench.png").stat().st_size > 1000
+    assert (tmp_path / "poe-bridge-bench.md").read_text().lstrip().startswith("[toy]")
+    assert main(["bench", "poe-bridge", "--variants", "toy-equal", "--sweep-w", "--out-dir", str(tmp_path / "x")]) == 2
+    assert "--sweep-w" in capsys.readouterr().err
+
+
+def test_trainers_write_the_declared_files_reproducibly(tmp_path):
+    """The three ``training:`` entries name registered trainers that write exactly the files they declare (shortened to
+    2 optimiser steps here; ``zoo train poe-bridge --check`` runs the full recipes against the shipped sha256), the
+    same bytes twice; the baseline specs reuse poe-bridge's toy files instead of declaring them again."""
+    import zoo
+    from registry.context import Context
+    from registry.loader import find_spec_by_name
+    from zoo.common.training import sha256_file
+    from zoo.methods.poe_bridge import train
+
+    spec, file = zoo.spec("poe-bridge"), find_spec_by_name("poe-bridge")
+    short = {"toy": (train.train_toy, train.PairOptions(ar_steps=2, dlm_steps=2, batch_size=4)),
+             "toy-equal": (train.train_equal, train.EqualOptions(steps=2, batch_size=4)),
+             "toy-long": (train.train_long, train.LongOptions(ar_steps=2, dlm_steps=2, batch_size=2, digits=31))}
+    assert set(spec.training) == set(short)
+    for name, (fn, opts) in short.items():
+        assert spec.training[name].trainer == f"zoo.methods.poe_bridge.train:{fn.__name__}"
+        digests = []
+        for rep in range(2):
+            out = tmp_path / f"{name}-{rep}"
+            fn(Context(spec, file, out_dir=out, use_cache=False), opts)
+            digests.append({p.name: sha256_file(p) for p in sorted(out.iterdir())})
+        assert set(digests[0]) == {p.rsplit("/", 1)[-1] for p in spec.training[name].produces}
+        assert digests[0] == digests[1]
+    for baseline, role in (("ar-decoding", "target"), ("dlm-confidence-decoding", "proposal")):
+        src = zoo.spec(baseline).models[role].variants["toy"]
+        assert (src.source, src.from_spec, src.from_role) == ("role", "poe-bridge", role)

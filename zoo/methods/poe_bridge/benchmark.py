@@ -1,4 +1,4 @@
-"""PoE-Bridge on the toy variant against its baselines, one run, one table (and a PNG).
+"""PoE-Bridge on the toy variants against its baselines, one run, one table (and a PNG).
 
 Rows: AR decoding of the target (greedy), standard DLM decoding (Dream entropy rule, 2 tokens per
 forward), direct DLM->AR importance sampling without the bridge (K = 4 drafted windows resampled with
@@ -8,28 +8,40 @@ argmax lane choice. Columns: exact-match accuracy on held-out additions, DLM and
 problem, new tokens per second, wall time. The paper's claims: >= 95% of the AR target's accuracy,
 >= 5x the speed of standard DLM decoding, faster than AR decoding.
 
-Two model pairs (``--variants``): ``toy`` (the shipped pair: a bare torch encoder DLM, several times
-cheaper per forward than the K-lane Qwen2 verify forward) and ``toy-equal`` (a bidirectional Qwen2 DLM of
+Model pairs (``--variants``): ``toy`` (the shipped pair: a bare torch encoder DLM, several times
+cheaper per forward than the K-lane Qwen2 verify forward), ``toy-equal`` (a bidirectional Qwen2 DLM of
 exactly the AR target's width and depth, both through transformers, so one DLM forward costs what one
-AR forward costs, as Dream-7B and Qwen2.5-7B do in the paper). Each pair also gets DLM decoding at
-1 token per step (the DLM's best accuracy, for a comparison at matched accuracy) and a per-forward cost
-line (median ms of one DLM forward on prompt + 40 masks and of one K = 4 verify forward of 32 drafts).
+AR forward costs, as Dream-7B and Qwen2.5-7B do in the paper) and ``toy-long`` (63-token answers, an
+equal-size pair trained for them). Each pair also gets DLM decoding at 1 token per step (the DLM's best
+accuracy, for a comparison at matched accuracy) and a per-forward cost line (median ms of one DLM
+forward on prompt + answer-region masks and of one verify forward of V drafts).
 
     zoo bench poe-bridge --problems 64 --repeats 5 --sweep-w   # the spec's numbers (also dlm-confidence-decoding, ar-decoding)
     zoo bench poe-bridge --quick                               # 8 problems, 1 round, the toy pair only
-    python tools/bench_poe_bridge.py [options]                 # the same from a checkout, PNG into docs/methods/
+    zoo bench poe-bridge --variants toy toy-equal --problems 64 --repeats 5 --sweep-w --out-dir docs/methods   # the card's PNG
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
+from typing import Any, ClassVar, Literal
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick
+from pydantic import Field
 
-QUICK = {"problems": 8, "repeats": 1, "variants": "toy"}  # --quick: these unless given explicitly
+from registry.contract import Options, benchmark
+
+Variant = Literal["toy", "toy-equal", "toy-long"]
+
+
+class BenchOptions(Options):
+    problems: int = Field(64, ge=1, le=256, description="held-out toy problems (seed i for problem i; training skips the first 256)")
+    verify_window: int | None = Field(None, ge=1, le=256, description="override V for all PoE rows")
+    repeats: int = Field(5, ge=1, le=100, description="timing rounds (round-robin over the rows); each row keeps its fastest round")
+    sweep_w: bool = Field(False, description="also print the PoE-weight ablation table (needs the toy variant)")
+    variants: list[Variant] = Field(["toy", "toy-equal", "toy-long"], min_length=1, max_length=3,
+                                    description="model pairs (spec variants)")
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:[0-9]+)?)$", description="torch device of the models (cuda: the paper's "
+                        "regime; the cost line then times forwards by synchronised wall clock)")
+    quick: ClassVar[dict[str, Any]] = {"problems": 8, "repeats": 1, "variants": ["toy"]}
 
 
 TITLES = {
@@ -39,11 +51,14 @@ TITLES = {
 }
 
 
-def build(spec_path: Path | str, variant: str = "toy", device: str = "cpu"):
-    """Models of a toy variant, built from the spec (sha256-checked shipped weights)."""
-    import zoo
-
-    return zoo.load(str(spec_path), variant=variant, device=device)
+def build(ctx: Any, variant: str = "toy", device: str = "cpu"):
+    """The pipeline of a toy variant, built by the engine from the spec (sha256-checked shipped weights); on a
+    device other than the CPU its models are moved there (in place: the benchmark's own process)."""
+    pipe = ctx.pipeline(variant)
+    if device != "cpu":
+        for m in pipe.models.values():
+            m.to(device)
+    return pipe
 
 
 def _accepted_per_window(proc, n_problems: int) -> float:
@@ -56,7 +71,7 @@ def _accepted_per_window(proc, n_problems: int) -> float:
     return acc / max(win, 1)
 
 
-def run_pair(variant: str, args) -> tuple[list[dict], dict, dict]:
+def run_pair(ctx: Any, variant: str, args: BenchOptions) -> tuple[list[dict], dict, dict]:
     """The benchmark rows of one model pair; returns (rows, spec sampler params, forward costs). Each row
     keeps its fastest wall round and, separately, its lowest thread-CPU round; ``model_s`` is the cost model
     (:func:`~zoo.methods.poe_bridge.speed.cost_model_s`) with the pair's :func:`forward_costs`."""
@@ -66,8 +81,8 @@ def run_pair(variant: str, args) -> tuple[list[dict], dict, dict]:
     from zoo.methods.poe_bridge.sampler import PoEBridgeSampler
     from zoo.methods.poe_bridge.speed import cost_model_s, forward_costs, verify_key
 
-    device = getattr(args, "device", "cpu")
-    pipe = build(args.spec, variant, device)
+    device = args.device
+    pipe = build(ctx, variant, device)
     models = pipe.models
     spec_params = {n: dict(pipe.spec.samplers[n].params) for n in pipe.spec.samplers}
     if args.verify_window:
@@ -107,7 +122,7 @@ def run_pair(variant: str, args) -> tuple[list[dict], dict, dict]:
                 b.update(cpu_s=r["cpu_s"], tokens_per_cpu_s=r["tokens_per_cpu_s"])
         print(f"  {variant}: round {rep + 1}/{args.repeats} done", file=sys.stderr)
     lanes = tuple(sorted({spec_params[n].get("n_lanes", 4) for n in ("poe-bridge", "poe-bridge-k1")}))
-    costs = forward_costs(models, lanes, spec_params["poe-bridge"]["verify_window"], reps=5 if args.quick else 30,
+    costs = forward_costs(models, lanes, spec_params["poe-bridge"]["verify_window"], reps=5 if ctx.quick else 30,
                           device=device)
     results = [best[label] for label, _, _ in procs]
     for r in results:
@@ -135,22 +150,26 @@ def speed_summary(results: list[dict], costs: dict, window: int) -> list[dict]:
     return out
 
 
-def print_table(variant: str, results: list[dict], costs: dict, problems: int, window: int = 32) -> list[dict]:
-    """Print one pair's table, its cost line and speed summary; returns the summary rows."""
+def print_table(variant: str, results: list[dict], costs: dict, problems: int, window: int = 32,
+                out: list[str] | None = None) -> list[dict]:
+    """One pair's table, its cost line and speed summary as lines appended to ``out`` (printed when ``out`` is
+    None); returns the summary rows."""
     import torch
+
+    lines: list[str] = [] if out is None else out
 
     ar, dlm = results[0], results[1]
     clock = "thread-CPU" if costs["clock"] == "thread-cpu" else "CUDA wall"
-    print(f"\n[{variant}] Toy {TITLES.get(variant, variant)}; {problems} held-out problems; one thread, torch {torch.__version__}")
+    lines.append(f"\n[{variant}] Toy {TITLES.get(variant, variant)}; {problems} held-out problems; one thread, torch {torch.__version__}")
     lanes = sorted(int(k[len("verify_k"):-3]) for k in costs if k.startswith("verify_k"))
-    print(f"cost per forward ({clock} ms, median): DLM {costs['dlm_forward_ms']:.3f} over prompt + {costs['answer_region']} "
+    lines.append(f"cost per forward ({clock} ms, median): DLM {costs['dlm_forward_ms']:.3f} over prompt + {costs['answer_region']} "
           f"masks; AR step {costs['ar_step_ms']:.3f}; " + ", ".join(
               f"K={k} verify {costs[f'verify_k{k}_ms']:.3f} ({costs[f'verify_k{k}_ms'] / costs['dlm_forward_ms']:.2f} x DLM)"
               for k in lanes))
     hdr = (f"| {'method':<42} | {'acc':>5} | {'acc/AR':>6} | {'DLM fwd':>7} | {'AR fwd':>6} | {'wall s':>6} | {'CPU s':>6} | "
            f"{'model s':>7} | {'x DLM wall':>10} | {'x DLM CPU':>9} | {'x DLM model':>11} | {'x AR CPU':>8} |")
-    print(hdr)
-    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    lines.append(hdr)
+    lines.append("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     for r in results:
         r["acc_vs_ar"] = r["accuracy"] / ar["accuracy"] if ar["accuracy"] else float("nan")
         r["speed_vs_dlm"] = r["tokens_per_s"] / dlm["tokens_per_s"]
@@ -158,24 +177,26 @@ def print_table(variant: str, results: list[dict], costs: dict, problems: int, w
         r["cpu_speed_vs_dlm"] = r["tokens_per_cpu_s"] / dlm["tokens_per_cpu_s"]
         r["cpu_speed_vs_ar"] = r["tokens_per_cpu_s"] / ar["tokens_per_cpu_s"]
         r["model_speed_vs_dlm"] = r["tokens_per_model_s"] / dlm["tokens_per_model_s"]
-        print(f"| {r['method']:<42} | {r['accuracy']:5.3f} | {r['acc_vs_ar']:6.3f} | {r['dlm_forwards']:7.2f} | "
+        lines.append(f"| {r['method']:<42} | {r['accuracy']:5.3f} | {r['acc_vs_ar']:6.3f} | {r['dlm_forwards']:7.2f} | "
               f"{r['ar_forwards']:6.2f} | {r['wall_s']:6.2f} | {r['cpu_s']:6.2f} | {r['model_s']:7.2f} | "
               f"{r['speed_vs_dlm']:10.2f} | {r['cpu_speed_vs_dlm']:9.2f} | {r['model_speed_vs_dlm']:11.2f} | "
               f"{r['cpu_speed_vs_ar']:8.2f} |")
     summary = speed_summary(results, costs, window)
-    print(f"PoE-Bridge over DLM decoding (2 tok/step), tok/s ratios (paper, GSM8K: 3.84 K=4, 3.98 K=1; abstract ~5x); "
+    lines.append(f"PoE-Bridge over DLM decoding (2 tok/step), tok/s ratios (paper, GSM8K: 3.84 K=4, 3.98 K=1; abstract ~5x); "
           f"forward-count bound {summary[0]['bound']:.2f}:")
     for s in summary:
-        print(f"  {s['row']:<21} wall x{s['wall']:.2f}  thread CPU x{s['cpu']:.2f}  cost model x{s['model']:.2f}  "
+        lines.append(f"  {s['row']:<21} wall x{s['wall']:.2f}  thread CPU x{s['cpu']:.2f}  cost model x{s['model']:.2f}  "
               f"forward count x{s['fwd']:.2f}  (CPU / model {s['cpu_over_model']:.2f})")
     dlm1 = next(r for r in results if r["method"].startswith("DLM decoding (entropy, 1"))
     paper = next(r for r in results if r["method"].startswith("PoE-Bridge K=4 multinomial"))
-    print(f"PoE-Bridge (paper) vs DLM decoding at 1 tok/step: accuracy {paper['accuracy']:.3f} vs {dlm1['accuracy']:.3f}, "
+    lines.append(f"PoE-Bridge (paper) vs DLM decoding at 1 tok/step: accuracy {paper['accuracy']:.3f} vs {dlm1['accuracy']:.3f}, "
           f"thread-CPU tok/s x{paper['tokens_per_cpu_s'] / dlm1['tokens_per_cpu_s']:.2f}")
+    if out is None:
+        print("\n".join(lines))
     return summary
 
 
-def plot(results: list[dict], summaries: dict[str, list[dict]], path: Path) -> None:
+def plot(results: list[dict], summaries: dict[str, list[dict]], path: Any) -> None:
     """The PNG: accuracy against thread-CPU throughput on the toy pair; PoE-Bridge's speedup over DLM
     decoding per pair by clock (K = 1 and K = 4) with the forward-count bound; the PoE-weight ablation."""
     import matplotlib
@@ -227,66 +248,54 @@ def plot(results: list[dict], summaries: dict[str, list[dict]], path: Path) -> N
     fig.savefig(path, dpi=110)
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark (``zoo bench poe-bridge [--quick] [options]``): prints the tables, writes the PNG."""
-    ap = argparse.ArgumentParser(prog="zoo bench poe-bridge", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--problems", type=int, default=64, help="held-out toy problems (seed i for problem i)")
-    ap.add_argument("--spec", default="poe-bridge", help="spec name or YAML path (default: the installed poe-bridge)")
-    ap.add_argument("--verify-window", type=int, default=None, help="override V for all PoE rows")
-    ap.add_argument("--repeats", type=int, default=5, help="timing rounds (round-robin over the rows); each row keeps its fastest round")
-    ap.add_argument("--sweep-w", action="store_true", help="also print the PoE-weight ablation table")
-    ap.add_argument("--json", type=Path, default=None, help="also write the table as JSON")
-    ap.add_argument("--png", type=Path, default=Path("poe-bridge-bench.png"), help="PNG output path")
-    ap.add_argument("--variants", default="toy,toy-equal,toy-long", help="comma-separated model pairs (spec variants)")
-    ap.add_argument("--device", default="cpu", help="torch device of the models (cuda: the paper's regime; the cost "
-                    "line then times forwards by synchronised wall clock)")
-    args = parse_with_quick(ap, argv, QUICK, "8 problems, 1 timing round, the toy pair only, 5 cost repetitions "
-                            "(the table still prints)")
-
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """PoE-Bridge against AR decoding, DLM decoding and its ablations on the toy model pairs: accuracy, forwards,
+    wall / thread-CPU / cost-model speed; the PNG poe-bridge-bench.png when the toy pair runs (--quick: 8 problems,
+    1 timing round, the toy pair only, 5 cost repetitions; the table still prints)."""
     import torch
 
     torch.set_num_threads(1)
+    from registry.errors import Location, ParamError
     from zoo.methods.poe_bridge.metrics import evaluate
     from zoo.methods.poe_bridge.sampler import PoEBridgeSampler
 
+    if opts.sweep_w and "toy" not in opts.variants:
+        raise ParamError("the PoE-weight ablation runs on the toy pair: add toy to --variants",
+                         Location(None, None, None, "--sweep-w"))
     all_results: list[dict] = []
     results: list[dict] = []
     summaries: dict[str, list[dict]] = {}
     spec_params: dict = {}
     models = None
-    if args.sweep_w and "toy" not in args.variants.split(","):
-        print("--sweep-w needs the toy variant in --variants", file=sys.stderr)
-        return 2
-    for variant in args.variants.split(","):
-        rows, params_v, costs = run_pair(variant, args)
-        summaries[variant] = print_table(variant, rows, costs, args.problems, params_v["poe-bridge"]["verify_window"])
+    for variant in opts.variants:
+        rows, params_v, costs = run_pair(ctx, variant, opts)
+        lines: list[str] = []
+        summaries[variant] = print_table(variant, rows, costs, opts.problems, params_v["poe-bridge"]["verify_window"], out=lines)
+        ctx.report("\n".join(lines))
         for r in rows:
             r.update(costs)
         all_results += rows
         all_results += [dict(s, method=f"speedup {s['row']}", variant=variant) for s in summaries[variant]]
         if variant == "toy":
             results, spec_params = rows, params_v
-            models = build(args.spec, "toy", args.device).models
-    if args.sweep_w:
-        print(f"\nPoE weight ablation (K=4, multinomial_exact, V={spec_params['poe-bridge']['verify_window']}; paper: "
-              "HumanEval K=1, accepted tokens/step 4.91 at w=0 -> 15.61 at w=0.9, accuracy 81.3 -> 30.5)")
-        print("|   w  |   acc | accepted/window | DLM fwd | AR fwd | CPU tok/s |")
-        print("|------|-------|-----------------|---------|--------|-----------|")
+            models = build(ctx, "toy", opts.device).models
+    if opts.sweep_w:
+        lines = [f"\nPoE weight ablation (K=4, multinomial_exact, V={spec_params['poe-bridge']['verify_window']}; paper: "
+                 "HumanEval K=1, accepted tokens/step 4.91 at w=0 -> 15.61 at w=0.9, accuracy 81.3 -> 30.5)",
+                 "|   w  |   acc | accepted/window | DLM fwd | AR fwd | CPU tok/s |",
+                 "|------|-------|-----------------|---------|--------|-----------|"]
         for w in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
             prm = dict(spec_params["poe-bridge"], mixture_weight=w)
-            proc = PoEBridgeSampler(models=models, params=PoEBridgeSampler.Params(**prm), device=args.device, dtype=None)
-            r = evaluate(proc, args.problems, progress=True)
-            acc_w = _accepted_per_window(proc, args.problems)
-            print(f"| {w:4.1f} | {r['accuracy']:5.3f} | {acc_w:15.2f} | {r['dlm_forwards']:7.2f} | {r['ar_forwards']:6.2f} | "
-                  f"{r['tokens_per_cpu_s']:9.0f} |")
+            proc = PoEBridgeSampler(models=models, params=PoEBridgeSampler.Params(**prm), device=opts.device, dtype=None)
+            r = evaluate(proc, opts.problems, progress=True)
+            acc_w = _accepted_per_window(proc, opts.problems)
+            lines.append(f"| {w:4.1f} | {r['accuracy']:5.3f} | {acc_w:15.2f} | {r['dlm_forwards']:7.2f} | {r['ar_forwards']:6.2f} | "
+                         f"{r['tokens_per_cpu_s']:9.0f} |")
             sweep_row = dict(r, method=f"sweep w={w}", accepted_per_window=acc_w, variant="toy")
             results.append(sweep_row)
             all_results.append(sweep_row)
-    if args.json:
-        args.json.write_text(json.dumps(all_results, indent=2))
-    if args.png and results:
-        plot(results, summaries, args.png)
-        print(f"\nplot: {args.png}")
-    return 0
+        ctx.report("\n".join(lines))
+    if results:
+        plot(results, summaries, ctx.figure("poe-bridge-bench.png"))
+    return {"rows": all_results}

@@ -1,6 +1,6 @@
-"""Training loops of PoE-Bridge's CPU model pairs (one thread, fixed seeds, byte-reproducible), used by
-``tools/train_poe_bridge_equal.py`` (the ``toy-equal`` DLM) and ``tools/train_poe_bridge_long.py`` (the
-``toy-long`` pair) on a toy task (``task``: ``steps``, the step-by-step addition of :mod:`zoo.common.toy_text`;
+"""Training loops of PoE-Bridge's CPU model pairs (one thread, fixed seeds, byte-reproducible), used by the
+recipes of :mod:`.train` (``zoo train poe-bridge``: the ``toy`` AR target, the ``toy-equal`` DLM, the ``toy-long``
+pair) on a toy task (``task``: ``steps``, the step-by-step addition of :mod:`zoo.common.toy_text`;
 ``columns``, the column-interleaved addition of :mod:`.columns`).
 
 * :func:`train_ar_qwen2`: the AR target, a ``Qwen2ForCausalLM`` (:func:`~zoo.methods.poe_bridge.toy.build_ar`),
