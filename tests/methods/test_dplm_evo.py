@@ -512,23 +512,24 @@ def test_bayes_placed_heads_keep_the_edit_mass_and_follow_the_exact_posterior():
         assert not torch.allclose(torch.sigmoid(dl0[0].double()) / torch.sigmoid(dl0[0].double()).sum(), torch.softmax(w, 0), atol=1e-3)
 
 
-def test_bench_row_counts_are_one_line_usage_errors(capsys):
-    """``zoo bench dplm-evo`` refuses a row count outside 1..5120 with one usage line naming the option (0 used to
-    divide by zero deep in the start selection), and likewise a wild-type count below 2 (no standard error) and a
-    training-seed count outside 1..10, and an unknown network or family for the seed spread."""
-    from zoo.methods.dplm_evo.benchmark import main
+def test_bench_row_counts_are_one_line_usage_errors(capsys, tmp_path):
+    """``zoo bench dplm-evo`` refuses a row count outside 1..5120 with one line naming the option (0 used to divide
+    by zero deep in the start selection), and likewise a wild-type count below 2 (no standard error) and a
+    training-seed count outside 1..10, and an unknown network or family for the seed spread; nothing is written."""
+    from zoo.cli import main
 
-    for flag, bad, expected in (("--rows", "0", "1..5120"), ("--population-rows", "0", "1..5120"),
-                                ("--wild-types", "1", "2..5120"), ("--training-seeds", "0", "1..10")):
-        with pytest.raises(SystemExit):
-            main([flag, bad])
+    for flag, bad, bound in (("--rows", "0", "greater than or equal to 1"), ("--population-rows", "5121", "less than or equal to 5120"),
+                             ("--wild-types", "1", "greater than or equal to 2"), ("--training-seeds", "0", "greater than or equal to 1")):
+        assert main(["bench", "dplm-evo", flag, bad, "--out-dir", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0] == f"{flag}: Input should be {bound} (got {bad})", err
+    for flag, bad in (("--seed-networks", ["contextual", "esm"]), ("--seed-families", ["pfam"])):
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", "dplm-evo", flag, *bad, "--out-dir", str(tmp_path / "out")])
+        assert exc.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
-        assert err == f"zoo bench dplm-evo: error: {flag}: expected {expected}, got {bad}"
-    for flag, bad in (("--seed-networks", "contextual,esm"), ("--seed-families", "pfam")):
-        with pytest.raises(SystemExit):
-            main([flag, bad])
-        err = capsys.readouterr().err.strip().splitlines()[-1]
-        assert err.startswith(f"zoo bench dplm-evo: error: {flag}: expected a comma-separated subset of ") and err.endswith(f"got {bad!r}")
+        assert err.startswith(f"zoo bench dplm-evo: error: argument {flag}: invalid choice: {bad[-1]!r}"), err
+    assert not (tmp_path / "out").exists()
 
 
 def test_length_tv_noise_floor_is_the_sampling_noise_of_an_exact_sampler():
@@ -687,40 +688,28 @@ def test_head_indel_loop_share_uses_the_bayes_ceilings_loop_convention():
     assert got["del"] == pytest.approx(want["del"], rel=1e-6) and got["ins"] == pytest.approx(want["ins"], rel=1e-6)
 
 
-def _diag_heads_tool():
-    """``tools/diag_dplm_evo_heads.py`` imported as a module (tools are scripts, not a package)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "tools" / "diag_dplm_evo_heads.py"
-    spec = importlib.util.spec_from_file_location("diag_dplm_evo_heads", path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
-
-
-def test_diag_heads_tool_applies_gamma_indel_to_both_edit_terms_only():
-    """``tools/diag_dplm_evo_heads.py``'s ``train_one`` trains ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins =
-    gamma_indel`` and ``gamma_sub`` unchanged: with ``gamma_indel = 0`` the del / ins heads get no gradient and stay
-    at their initial weights (AdamW without weight decay) while the trunk moves; with 5 they move; the shipped
-    configs keep ``γ = 1`` (both masked baselines: 0 for the edit terms)."""
+def test_diag_heads_train_one_applies_gamma_indel_to_both_edit_terms_only():
+    """``diagnostics.train_one`` trains ``CONFIGS[kernel]`` with ``gamma_del = gamma_ins = gamma_indel`` and
+    ``gamma_sub`` unchanged: with ``gamma_indel = 0`` the del / ins heads get no gradient and stay at their initial
+    weights (AdamW without weight decay) while the trunk moves; with 5 they move; the shipped configs keep ``γ = 1``
+    (both masked baselines: 0 for the edit terms); an out-of-range weight is a one-line error naming it."""
+    from zoo.methods.dplm_evo import diagnostics as diag
     from zoo.methods.dplm_evo.training import CONFIGS
 
-    tool = _diag_heads_tool()
     init = build_toy().state_dict()
     heads = ("del_head.weight", "del_head.bias", "ins_head.weight", "ins_head.bias")
-    net0, cfg0, _, _ = tool.train_one("uniform", 0.0, seed=0, steps=2, show_progress=False)
+    net0, cfg0, _, _ = diag.train_one("uniform", 0.0, seed=0, steps=2, show_progress=False)
     assert (cfg0.gamma_sub, cfg0.gamma_del, cfg0.gamma_ins, cfg0.steps) == (1.0, 0.0, 0.0, 2)
     assert all(torch.equal(net0.state_dict()[k], init[k]) for k in heads)
     assert not torch.equal(net0.state_dict()["lm_head.dense.weight"], init["lm_head.dense.weight"])
-    net5, cfg5, _, _ = tool.train_one("uniform", 5.0, seed=0, steps=2, show_progress=False)
+    net5, cfg5, _, _ = diag.train_one("uniform", 5.0, seed=0, steps=2, show_progress=False)
     assert (cfg5.gamma_del, cfg5.gamma_ins, cfg5.t_proposal) == (5.0, 5.0, "uniform")
-    assert tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, t_proposal="square")[1].t_proposal == "square"
+    assert diag.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, t_proposal="square")[1].t_proposal == "square"
     assert all(not torch.equal(net5.state_dict()[k], init[k]) for k in heads)
     assert all((c.gamma_sub, c.gamma_del, c.gamma_ins) == (1.0, 1.0, 1.0) for n, c in CONFIGS.items() if not n.startswith("masked"))
     assert all((CONFIGS[n].gamma_del, CONFIGS[n].gamma_ins) == (0.0, 0.0) for n in ("masked", "masked-elbo"))
-    with pytest.raises(SystemExit):
-        tool.main(["--gamma-indel", "200"])
+    with pytest.raises(ValueError, match=r"^gamma_indel: expected 0\.\.100, got 200"):
+        diag.train_one("uniform", 200.0, seed=0, steps=1, show_progress=False)
 
 
 class SaysA(torch.nn.Module):
@@ -752,28 +741,29 @@ def test_uniform_insertion_law_redraws_only_the_inserted_residues():
     assert bool((a.zt == AA.index("A")).all()) and bool((u.zt[:, ::2] == AA.index("A")).all())
     inserted = u.zt[:, 1::2]
     assert len(inserted.unique()) == 20 and float((inserted == AA.index("A")).float().mean()) < 0.15
-    tool = _diag_heads_tool()
-    _, cfg, _, _ = tool.train_one("contextual", 1.0, seed=0, steps=1, show_progress=False, ins_law="uniform")
-    assert cfg.knobs == dataclasses.replace(tool.CONFIGS["contextual"].knobs, ins_law="uniform")
+    from zoo.methods.dplm_evo.diagnostics import train_one
+    from zoo.methods.dplm_evo.training import CONFIGS
+
+    _, cfg, _, _ = train_one("contextual", 1.0, seed=0, steps=1, show_progress=False, ins_law="uniform")
+    assert cfg.knobs == dataclasses.replace(CONFIGS["contextual"].knobs, ins_law="uniform")
 
 
-def test_diag_heads_tool_evolve_columns_run_the_spec_sampler_with_trained_and_bayes_placed_heads(tmp_path):
-    """``--evolve-seeds N --bayes-placed`` adds, per shipped network, the spec's evolve loop-indel rate for sampler
-    seeds ``0 .. N − 1`` (trained heads) and the same with the edit mass placed by the exact law; each pooled rate
-    is the indel-weighted mean of the per-seed ones, and the trained-heads column equals the spec metric's
-    ``loop_indel_rate_of`` on the same starts."""
-    import json
+def test_diag_heads_evolve_columns_run_the_spec_sampler_with_trained_and_bayes_placed_heads():
+    """``head_share_rows(..., evolve=, evolve_seeds=N, bayes_placed=True)`` adds, per shipped network, the spec's
+    evolve loop-indel rate for sampler seeds ``0 .. N − 1`` (trained heads) and the same with the edit mass placed
+    by the exact law; each pooled rate is the indel-weighted mean of the per-seed ones, and the trained-heads column
+    equals the spec metric's ``loop_indel_rate_of`` on the same starts."""
     import math
 
     import zoo
+    from zoo.methods.dplm_evo import diagnostics as diag
     from zoo.methods.dplm_evo.metrics import loop_indel_rate_of
 
-    tool = _diag_heads_tool()
-    out = tmp_path / "rows.jsonl"
-    assert tool.main(["--rows", "4", "--evolve-seeds", "2", "--evolve-rows", "8", "--bayes-placed", "--json", str(out)]) == 0
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    pipe = zoo.load("dplm-evo")
+    nets = {f"shipped {k}": pipe.models[r] for k, r in diag.SHIPPED_ROLES.items()}
+    rows = diag.head_share_rows(nets, rows=4, evolve=pipe.samplers["evolve"], evolve_seeds=2, evolve_rows=8, bayes_placed=True)
     shipped = [r for r in rows if r["net"].startswith("shipped")]
-    assert len(shipped) == 3
+    assert len(shipped) == 3 and rows[-1]["net"] == "Bayes-optimal"
     for r in shipped:
         for prefix in ("evolve", "bayes_placed"):
             rates, indels = r[f"{prefix}_rates"], r[f"{prefix}_indels"]
@@ -781,46 +771,44 @@ def test_diag_heads_tool_evolve_columns_run_the_spec_sampler_with_trained_and_ba
             pairs = [(a, n) for a, n in zip(rates, indels) if n]
             if pairs:
                 assert math.isclose(r[f"{prefix}_pooled"], sum(a * n for a, n in pairs) / sum(n for _, n in pairs))
-    starts = ["".join(AA[v] for v in x) for x in tool.starts_of(8)]
-    ref = loop_indel_rate_of(zoo.load("dplm-evo").samplers["evolve"], starts, 1)
+    starts = ["".join(AA[v] for v in x) for x in diag.starts_of(8)]
+    ref = loop_indel_rate_of(pipe.samplers["evolve"], starts, 1)
     assert shipped[0]["evolve_indels"][1] == ref["indels_provenance"]
+    assert "shipped contextual" in diag.format_rows(rows, 4) and "pooled" in diag.format_rows(rows, 4)
+    with pytest.raises(ValueError, match="^evolve_seeds / evolve_rows"):
+        diag.head_share_rows(nets, rows=4, evolve=pipe.samplers["evolve"], evolve_seeds=65)
 
 
-def test_diag_heads_tool_size_options_build_train_and_read_that_network(tmp_path):
-    """``tools/diag_dplm_evo_heads.py``'s size options (``toy_size``): unset = the shipped ``build_toy`` (empty
-    config), ``--hidden`` alone also sets the feed-forward to ``2 × hidden`` (the shipped ratio), every option
-    reaches the trained ``EsmConfig`` and the JSON row, ``--weights`` is read back at that size (strict load), and
-    bad sizes (out of ``ToyConfig`` bounds, ``hidden`` not divisible by ``heads``) are one-line usage errors."""
-    import json
+def test_diag_heads_size_options_build_train_and_read_that_network(tmp_path):
+    """``diagnostics.toy_size``: unset = the shipped ``build_toy`` (empty config), ``hidden`` alone also sets the
+    feed-forward to ``2 × hidden`` (the shipped ratio), every size reaches the trained ``EsmConfig``,
+    ``load_weights`` reads a saved network back at that size (strict load), and bad sizes (out of ``ToyConfig``
+    bounds, ``hidden`` not divisible by ``heads``) and step counts are one-line errors naming the field."""
+    from zoo.common.training import save_checkpoint
+    from zoo.methods.dplm_evo import diagnostics as diag
 
-    tool = _diag_heads_tool()
-    assert tool.toy_size() == {}
-    assert tool.toy_size(hidden=96) == {"hidden_size": 96, "intermediate_size": 192}
-    size = tool.toy_size(hidden=24, layers=3, heads=3, intermediate=40)
-    net, cfg, _, _ = tool.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, size=size)
+    assert diag.toy_size() == {}
+    assert diag.toy_size(hidden=96) == {"hidden_size": 96, "intermediate_size": 192}
+    size = diag.toy_size(hidden=24, layers=3, heads=3, intermediate=40)
+    net, cfg, _, _ = diag.train_one("uniform", 1.0, seed=0, steps=1, show_progress=False, size=size)
     c = net.esm.config
     assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size) == (24, 3, 3, 40)
     assert len(net.esm.encoder.layer) == 3 and cfg.steps == 1
     shipped = build_toy().esm.config
     assert (shipped.hidden_size, shipped.num_hidden_layers, shipped.num_attention_heads,
             shipped.intermediate_size) == (64, 2, 4, 128)
-    from zoo.common.training import save_checkpoint
-
     save_checkpoint(net, tmp_path / "w.safetensors")
-    back = tool.load_weights(tmp_path / "w.safetensors", size)
+    back = diag.load_weights(tmp_path / "w.safetensors", size)
     assert all(torch.equal(v, back.state_dict()[k]) for k, v in net.state_dict().items())
     with pytest.raises(RuntimeError):  # the shipped size cannot read it: the size options are what load it
-        tool.load_weights(tmp_path / "w.safetensors")
-    out = tmp_path / "rows.jsonl"
-    assert tool.main(["--train", "uniform", "--hidden", "24", "--layers", "3", "--heads", "3", "--steps", "1",
-                      "--rows", "2", "--json", str(out)]) == 0
-    row = json.loads(out.read_text().splitlines()[0])
-    assert (row["steps"], row["size"]["hidden_size"], row["size"]["num_hidden_layers"],
-            row["size"]["intermediate_size"]) == (1, 24, 3, 48)
-    assert row["params"] == sum(p.numel() for p in build_toy(**tool.toy_size(24, 3, 3)).parameters())
-    for bad in (["--hidden", "4000"], ["--hidden", "100", "--heads", "3"], ["--layers", "0"], ["--steps", "0"]):
-        with pytest.raises(SystemExit):
-            tool.main(["--train", "uniform", *bad])
+        diag.load_weights(tmp_path / "w.safetensors")
+    assert sum(p.numel() for p in net.parameters()) == sum(p.numel() for p in build_toy(**size).parameters())
+    for bad, field in ((dict(hidden=4000), "hidden_size"), (dict(hidden=100, heads=3), "hidden_size"),
+                       (dict(layers=0), "num_hidden_layers")):
+        with pytest.raises(ValueError, match=f"^{field}: "):
+            diag.toy_size(**bad)
+    with pytest.raises(ValueError, match="^steps: "):
+        diag.train_one("uniform", 1.0, seed=0, steps=0, show_progress=False)
 
 
 def _garp_fraction(seqs) -> float:

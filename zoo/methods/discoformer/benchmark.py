@@ -2,21 +2,20 @@
 Scott-rule KDE, score-debiased KDE (own score, DiScoFormer plug-in score, exact-score oracle) by dimension
 (d = 1, 2) and sample-set size on held-out random mixtures of Algorithm 1 with exact ground truth, plus the
 trained model's learned rotation equivariance, consistency, Gaussian limit and normalisation; the paper's
-numbers (d = 2 and 10, n = 2^14) beside ours. Run as ``python tools/bench_discoformer.py`` or
-``zoo bench discoformer [--quick]``."""
+numbers (d = 2 and 10, n = 2^14) beside ours. Run as ``zoo bench discoformer [--quick] [--out-dir docs/methods]``."""
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from pydantic import Field
+
+from registry.contract import Options, benchmark
 from zoo.common.training import progress
 
-from .evaluation import ESTIMATORS, _model_fn, compare, gaussian_fit_score, gaussian_limit, normalisation, ood_compare, ou_particle_flow, symmetry_errors
+from .evaluation import ESTIMATORS, EVAL_SEED, _model_fn, compare, gaussian_fit_score, gaussian_limit, normalisation, ood_compare, ou_particle_flow, symmetry_errors
 from .kde import kde_log_density_score
 
 #: paper numbers (relative score MSE, GMM, n = 2^14; method note section 5 [paper-note])
@@ -24,29 +23,26 @@ PAPER = {(2, 16384): {"discoformer": 0.068, "kde": 0.172}, (10, 16384): {"discof
 VARIANT = {1: "toy-d1", 2: "toy"}
 
 
-def load_model(dim: int) -> Any:
-    import zoo
-
-    return zoo.load("discoformer", variant=VARIANT[dim]).models["estimator"]
-
-
-def run(dims: list[int], ns: list[int], tasks: int, n_query: int = 256) -> dict[str, Any]:
+def measure(ctx: Any, dims: list[int], ns: list[int], tasks: int, n_query: int = 256) -> dict[str, Any]:
+    """Every number of the benchmark for the trained toys of ``dims`` (``ctx.models``). The held-out draws come from
+    :data:`.evaluation.EVAL_SEED` (+ k per measurement), shifted by ``10**6 * ctx.seed`` (``--seed``; 0: the card's)."""
     t0 = time.perf_counter()
+    s0 = EVAL_SEED + 1_000_000 * ctx.seed
     res: dict[str, Any] = {"dims": dims, "ns": ns, "tasks": tasks, "n_query": n_query, "rows": [], "model": {}, "ood": []}
     for d in dims:
-        model = load_model(d)
+        model = ctx.models(VARIANT[d])["estimator"]
         for n in ns:
-            r = compare(model, d, n, tasks, n_query, progress=progress)
+            r = compare(model, d, n, tasks, n_query, seed=s0, progress=progress)
             res["rows"].append({"d": d, "n": n, **{e: r[e] for e in ESTIMATORS}})
         res["model"][str(d)] = {
-            **symmetry_errors(model, d, tasks=max(4, tasks // 4)),
-            **gaussian_limit(model, d, tasks=max(4, tasks // 8)),
-            "normalisation": normalisation(model, d, tasks=max(4, tasks // 8)),
+            **symmetry_errors(model, d, tasks=max(4, tasks // 4), seed=s0 + 1),
+            **gaussian_limit(model, d, tasks=max(4, tasks // 8), seed=s0 + 2),
+            "normalisation": normalisation(model, d, tasks=max(4, tasks // 8), seed=s0 + 3),
         }
-        res["model"][str(d)]["ou_flow"] = {name: ou_particle_flow(fn, d) for name, fn in
+        res["model"][str(d)]["ou_flow"] = {name: ou_particle_flow(fn, d, seed=s0 + 5) for name, fn in
                                            (("discoformer", _model_fn(model)), ("kde", kde_log_density_score), ("gaussian-fit", gaussian_fit_score))}
         for law in ("laplace", "student-t"):
-            r = ood_compare(model, d, law, n=256, tasks=max(4, tasks // 4))
+            r = ood_compare(model, d, law, n=256, tasks=max(4, tasks // 4), seed=s0 + 4)
             res["ood"].append({"d": d, "law": law, "n": 256, **r})
     res["seconds"] = time.perf_counter() - t0
     return res
@@ -113,15 +109,21 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="bench_discoformer")
-    ap.add_argument("--dims", type=int, nargs="+", default=[1, 2], choices=[1, 2])
-    ap.add_argument("--ns", type=int, nargs="+", default=[64, 256, 1024], help="sample-set sizes")
-    ap.add_argument("--tasks", type=int, default=48, help="held-out mixtures per (d, n)")
-    ap.add_argument("--json", metavar="PATH", help="write every number as JSON")
-    ap.add_argument("--out-dir", default=".", help="folder for discoformer-bench.png")
-    a = parse_with_quick(ap, argv, {"tasks": 12, "ns": [64, 256]}, "12 mixtures per point, n in {64, 256} (about a minute)")
-    res = run(a.dims, a.ns, a.tasks)
-    write_outputs(res, table(res), plot, a.out_dir, "discoformer-bench.png", a.json)
-    return 0
+class BenchOptions(Options):
+    dims: list[Annotated[int, Field(ge=1, le=2)]] = Field([1, 2], min_length=1, max_length=2,
+                                                          description="data dimensions, 1 and/or 2 (one trained toy each)")
+    ns: list[Annotated[int, Field(ge=2, le=65536)]] = Field([64, 256, 1024], min_length=1, max_length=8,
+                                                            description="sample-set sizes")
+    tasks: int = Field(48, ge=1, le=10_000, description="held-out mixtures per (d, n)")
+    quick: ClassVar[dict[str, Any]] = {"tasks": 12, "ns": [64, 256]}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """discoformer: relative score MSE and log-density MSE of the trained toys vs KDE and score-debiased KDE on
+    held-out random mixtures, plus learned symmetry, Gaussian limit, normalisation, OU flow and out-of-family laws
+    (--quick: 12 mixtures per point, n in {64, 256}, about a minute)."""
+    res = measure(ctx, list(opts.dims), list(opts.ns), opts.tasks)
+    ctx.report(table(res))
+    plot(res, ctx.figure("discoformer-bench.png"))
+    return res

@@ -25,23 +25,22 @@ Bayes limits of the scoring rules and a count model; with ``--training-seeds R``
 seeds per network (R − 1 retrained per network and family, ~1 CPU minute each: ~20 CPU minutes for R = 3), the
 gaps as mean ± sd over seeds.
 
-    zoo bench dplm-evo                      # the card's numbers (shipped networks)
-    zoo bench dplm-evo --training-seeds 3   # ... and the training-seed spread of the scoring gaps (slow)
-    zoo bench dplm-evo --scoring-only --training-seeds 3 --seed-families mutation-bias --seed-networks contextual,masked-elbo
-                                            # the scoring section alone, one family's gap arms retrained
-    zoo bench dplm-evo --quick              # fewer rows per measurement
-    python tools/bench_dplm_evo.py [options]
+    zoo bench dplm-evo --out-dir docs/methods          # the card's numbers (shipped networks) and its PNG
+    zoo bench dplm-evo --training-seeds 3              # ... and the training-seed spread of the scoring gaps (slow)
+    zoo bench dplm-evo --scoring-only --training-seeds 3 --seed-families mutation-bias --seed-networks contextual masked-elbo
+                                                       # the scoring section alone, one family's gap arms retrained
+    zoo bench dplm-evo --quick                         # fewer rows per measurement
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick
+from pydantic import Field
 
-QUICK = {"rows": 16, "population_rows": 32, "wild_types": 64}
+from registry.contract import Options, benchmark
+
 MODELS = (("DPLM-Evo (contextual kernel)", "net"), ("uniform kernel", "net_uniform"), ("BLOSUM62 kernel", "net_blosum"),
           ("dplm-masked (masked diffusion)", "net_masked"))
 
@@ -152,65 +151,50 @@ def plot(res: dict, path: Path) -> Path:
     return path
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """``zoo bench dplm-evo [--quick]``: the table and the PNG."""
-    ap = argparse.ArgumentParser(prog="zoo bench dplm-evo", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=64, help="post-editing starts per measurement")
-    ap.add_argument("--population-rows", type=int, default=512,
-                    help="simulated-evolution starts (loop-indel rate) and de novo samples (length TV)")
-    ap.add_argument("--wild-types", type=int, default=256,
-                    help="fresh wild types of the mutation-effect Spearman (per family; paired SE ~0.003 at 256)")
-    ap.add_argument("--training-seeds", type=int, default=1,
-                    help="training seeds per network for the scoring section (1: the shipped networks; R >= 2 retrains "
-                         "R - 1 per network and family, ~1 CPU minute each)")
-    ap.add_argument("--seed-networks", default=",".join(SCORED),
-                    help="comma-separated networks retrained for --training-seeds (default all five: "
-                         f"{','.join(SCORED)}); the gaps are those of the pairs listed")
-    ap.add_argument("--seed-families", default="conserved-core,mutation-bias",
-                    help="comma-separated toy families whose networks --training-seeds retrains (default both)")
-    ap.add_argument("--scoring-only", action="store_true",
-                    help="only the mutation-effect scoring section (both families), no sampling measurements or PNG")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--spec", default="dplm-evo", help="spec name or YAML path")
-    ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
-    ap.add_argument("--png", type=Path, default=Path("dplm-evo-bench.png"), help="PNG output path")
-    args = parse_with_quick(ap, argv, QUICK, "16 post-editing rows, 32 population rows, 64 wild types")
-    for flag, value, lo, hi in (("--rows", args.rows, 1, 5120), ("--population-rows", args.population_rows, 1, 5120),
-                                ("--wild-types", args.wild_types, 2, 5120), ("--training-seeds", args.training_seeds, 1, 10)):
-        if not lo <= value <= hi:
-            ap.error(f"{flag}: expected {lo}..{hi}, got {value}")
-    seed_networks = [n.strip() for n in args.seed_networks.split(",") if n.strip()]
-    if not seed_networks or any(n not in SCORED for n in seed_networks):
-        ap.error(f"--seed-networks: expected a comma-separated subset of {','.join(SCORED)}, got {args.seed_networks!r}")
-    seed_families = [n.strip() for n in args.seed_families.split(",") if n.strip()]
-    if not seed_families or any(n not in ("conserved-core", "mutation-bias") for n in seed_families):
-        ap.error(f"--seed-families: expected a comma-separated subset of conserved-core,mutation-bias, got {args.seed_families!r}")
+Network = Literal["contextual", "uniform", "blosum62", "masked", "masked-elbo"]
+FamilyName = Literal["conserved-core", "mutation-bias"]
 
+
+class BenchOptions(Options):
+    rows: int = Field(64, ge=1, le=5120, description="post-editing starts per measurement")
+    population_rows: int = Field(512, ge=1, le=5120,
+                                 description="simulated-evolution starts (loop-indel rate) and de novo samples (length TV)")
+    wild_types: int = Field(256, ge=2, le=5120,
+                            description="fresh wild types of the mutation-effect Spearman (per family; paired SE ~0.003 at 256)")
+    training_seeds: int = Field(1, ge=1, le=10,
+                                description="training seeds per network for the scoring section (1: the shipped networks; "
+                                "R >= 2 retrains R - 1 per network and family, ~1 CPU minute each)")
+    seed_networks: list[Network] = Field(list(SCORED), min_length=1, max_length=5,
+                                         description="networks retrained for --training-seeds; the gaps are those of the pairs listed")
+    seed_families: list[FamilyName] = Field(["conserved-core", "mutation-bias"], min_length=1, max_length=2,
+                                            description="toy families whose networks --training-seeds retrains")
+    scoring_only: bool = Field(False, description="only the mutation-effect scoring section (both families), no sampling "
+                               "measurements or PNG")
+    quick: ClassVar[dict[str, Any]] = {"rows": 16, "population_rows": 32, "wild_types": 64}
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """dplm-evo: DPLM-Evo vs its kernel ablations and dplm-masked on the toy protein families -- mutation-effect
+    Spearman (both scorings), loop-indel rate, post-editing gain, de novo length TV, and the scoring section
+    (--quick: 16 post-editing rows, 32 population rows, 64 wild types)."""
     import torch
 
-    import zoo
-
     torch.set_num_threads(1)
+    seed, seed_networks, seed_families = ctx.seed, list(opts.seed_networks), list(opts.seed_families)
     t0 = time.time()
-    pipe = zoo.load(args.spec, variant="toy", device="cpu")
-    if args.scoring_only:
-        res = {"wild_types": args.wild_types, "training_seeds": args.training_seeds, "seed_networks": seed_networks}
-        text = "\n".join(scoring_section(pipe, res, args.wild_types, args.training_seeds, seed_networks, seed_families))
+    pipe = ctx.pipeline("toy")
+    if opts.scoring_only:
+        res = {"wild_types": opts.wild_types, "training_seeds": opts.training_seeds, "seed_networks": seed_networks}
+        text = "\n".join(scoring_section(pipe, res, opts.wild_types, opts.training_seeds, seed_networks, seed_families))
         res["seconds"] = time.time() - t0
-        print(text + f"\n({res['seconds']:.1f}s)")
-        if args.json:
-            import json
-
-            args.json.write_text(json.dumps(res, indent=1, default=str))
-            print(f"wrote {args.json}")
-        return 0
-    res: dict = {"seed": args.seed, "rows_per_measurement": args.rows, "population_rows": args.population_rows, "rows": {}}
+        ctx.report(text + f"\n({res['seconds']:.1f}s)")
+        return res
+    res: dict = {"seed": seed, "rows_per_measurement": opts.rows, "population_rows": opts.population_rows, "rows": {}}
     for name, role in MODELS:
-        res["rows"][name] = measure(pipe, role, args.rows, args.population_rows, args.seed, args.wild_types)
+        res["rows"][name] = measure(pipe, role, opts.rows, opts.population_rows, seed, opts.wild_types)
     res["seconds"] = time.time() - t0
-    lines = [f"\nDPLM-Evo toy family (conserved core; Spearman on {args.wild_types} fresh wild types; {args.rows} rows per measurement, {args.population_rows} evolve starts / de novo samples, seed {args.seed}; "
+    lines = [f"\nDPLM-Evo toy family (conserved core; Spearman on {opts.wild_types} fresh wild types; {opts.rows} rows per measurement, {opts.population_rows} evolve starts / de novo samples, seed {seed}; "
              f"one CPU thread, torch {torch.__version__})",
              "| model | Spearman wt-marginal | Spearman masked-marginal | loop-indel rate: net indels from the trajectory, "
              "residue provenance (count) | reference: net indels, mean over co-optimal alignments (expected count) | "
@@ -231,11 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     from .metrics import (BayesPlacedEditHeads, ConstantEditHeads, bayes_indel_loop_share, indel_label_loop_share,
                           length_tv_noise_floor, loop_indel_rate_of)
 
-    res["length_tv_noise_floor"] = floor = length_tv_noise_floor(args.population_rows)
-    lines.append(f"de novo length TV of an exact sampler at {args.population_rows} draws (the estimate's noise floor, "
+    res["length_tv_noise_floor"] = floor = length_tv_noise_floor(opts.population_rows)
+    lines.append(f"de novo length TV of an exact sampler at {opts.population_rows} draws (the estimate's noise floor, "
                  f"200 repeats): {floor:.3f}")
     fam = _family()
-    starts = fam.train[:: max(1, len(fam.train) // args.population_rows)][: args.population_rows]
+    starts = fam.train[:: max(1, len(fam.train) // opts.population_rows)][: opts.population_rows]
     res["bayes_indel_loop_share"] = bayes_indel_loop_share(starts)
     res["indel_labels"] = lab = indel_label_loop_share()
     lines.append(f"\nTraining labels of the edit heads (forward kernel, 2048 rows): del labels in the loop's latent span "
@@ -243,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"{lab['ins_labels_in_loop']:.3f} (loop share of residues {lab['loop_share_of_residues']:.3f}): uniform noise, "
                  "no loop information")
     b = res["bayes_indel_loop_share"]
-    lines.append(f"\nBayes-optimal edit heads (exact p(x) ∝ exp f) on the same {args.population_rows} evolve starts: loop share of the "
+    lines.append(f"\nBayes-optimal edit heads (exact p(x) ∝ exp f) on the same {opts.population_rows} evolve starts: loop share of the "
                  f"indel posterior mass {b['mean']:.3f} (deletions {b['del']:.3f}, insertions {b['ins']:.3f}); the note's bar is > 0.9")
     lines.append("evolve with every token editable (edit_sites all: deletions anywhere, insertions in any gap; the first "
                  "version's rule), net loop-indel rate (provenance; co-optimal mean; fixed traceback): " + ", ".join(
@@ -253,12 +237,12 @@ def main(argv: list[str] | None = None) -> int:
                      for n, r in res["rows"].items() if "loop_all_sites" in r))
     evolve, start_text = pipe.samplers["evolve"], ["".join(AA[v] for v in x) for x in starts]
     const = type(evolve)(models={"net": ConstantEditHeads(pipe.models["net"], 0.05)}, params=evolve.params)
-    res["loop_constant_heads"] = c = loop_indel_rate_of(const, start_text, args.seed)
+    res["loop_constant_heads"] = c = loop_indel_rate_of(const, start_text, seed)
     lines.append(f"control: the contextual network with constant edit heads (p_del = p_ins = 0.05) inside the noisy set, "
                  f"net loop-indel rate {c['rate_provenance']:.3f} ({c['indels_provenance']:.0f}): where the loop lets edits "
                  "happen, without the heads' choice of where")
     bayes = type(evolve)(models={"net": BayesPlacedEditHeads(pipe.models["net"])}, params=evolve.params)
-    res["loop_bayes_placed_heads"] = placed = loop_indel_rate_of(bayes, start_text, args.seed)
+    res["loop_bayes_placed_heads"] = placed = loop_indel_rate_of(bayes, start_text, seed)
     lines.append(f"control: the contextual network's edit mass placed by the exact law (metrics.BayesPlacedEditHeads) "
                  f"inside the noisy set, net loop-indel rate {placed['rate_provenance']:.3f} "
                  f"({placed['indels_provenance']:.0f}): the contextual network's own reference (its substitution head "
@@ -279,8 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                  "kernel): " + ", ".join(
                      f"{n.split(' (')[0]} {r['scoring_diagnostics']['agreement']:.3f} / {r['scoring_diagnostics']['letter_tv']:.3f}"
                      for n, r in res["rows"].items()))
-    lines += scoring_section(pipe, res, args.wild_types, args.training_seeds, seed_networks, seed_families)
-    from zoo.common.bench_output import write_outputs
-
-    write_outputs(res, "\n".join(lines), plot, str(args.png.parent), args.png.name, str(args.json) if args.json else None)
-    return 0
+    lines += scoring_section(pipe, res, opts.wild_types, opts.training_seeds, seed_networks, seed_families)
+    ctx.report("\n".join(lines))
+    plot(res, ctx.figure("dplm-evo-bench.png"))
+    return res

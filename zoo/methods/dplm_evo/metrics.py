@@ -430,7 +430,7 @@ def head_indel_loop_share(net, starts: list) -> dict[str, float]:
     "mean"}`` and the heads' mean probability per loop / core position (``del_loop``, ``del_core``, ``ins_loop``,
     ``ins_core``). A head that learned only the base rate of the uniform forward kernel scores about the loop's share
     of positions (0.31 of gaps, 0.25 of residues); the Bayes-optimal heads score 0.97 / 0.96 on the bench's 128
-    evolve starts. Diagnostic (h) of docs/methods/dplm-evo.md; ``tools/diag_dplm_evo_heads.py`` prints it."""
+    evolve starts. Diagnostic (h) of docs/methods/dplm-evo.NOTES.md; :func:`.diagnostics.head_share_rows` tabulates it."""
     from .editing import _heads
 
     def rows():

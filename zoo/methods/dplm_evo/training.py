@@ -6,7 +6,7 @@ with a constant weight). The contextual kernel
 starts after a warm-up of plain mask noise (``ρ_mask = 1``; paper Sec. 3 "Training recipe") and uses the
 network being trained, in eval mode, without gradient.
 
-Shared by ``tools/train_dplm_evo.py`` (the shipped toy weights) and the ``train-dplm-evo`` recipe.
+Shared by :mod:`.train` (``zoo train dplm-evo``: the shipped toy weights) and the ``train-dplm-evo`` recipe.
 """
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def train_named(name: str, family_name: str = "conserved-core", replicate: int =
                 ) -> tuple[DPLMEvoNet, list[float]]:
     """Train ``CONFIGS[name]`` on the toy family ``family_name`` (:data:`.family.FAMILIES`) from
     :func:`training_seed` ``(name, replicate)``, one thread, exactly as the shipped networks are made
-    (``tools/train_dplm_evo.py``; replicate 0 reproduces the shipped file byte for byte). The seed drives the
+    (``zoo train dplm-evo``, :func:`.train.train_family`; replicate 0 reproduces the shipped file byte for byte). The seed drives the
     minibatch, alignment, ``t`` and kernel draws; the initial weights are ``build_toy``'s fixed draw (torch seed 0)
     for replicate 0, as shipped, and a draw from the same seed for a replicate ``r >= 1``, so the training-seed
     spread covers the initialisation too."""
