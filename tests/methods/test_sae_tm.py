@@ -219,3 +219,53 @@ def test_kmeans_seed_follows_the_seed_and_the_param_fixes_it(monkeypatch):
     fixed = proc.with_params(kmeans_seed=42)
     fixed(seed=3, texts=texts, n_topics=2)
     assert seen == [3, 3, 7, 42]
+
+
+# ----------------------------------------------------------------------------- zoo train / zoo bench
+def test_trainer_writes_the_file_its_spec_entry_produces_and_is_deterministic(tmp_path) -> None:
+    """``zoo train sae-tm``'s recipe (a few steps on a small SAE here): the one file its ``training:`` entry declares,
+    loadable as an SAE of the trained shape, and byte-identical across two runs (what ``--check`` relies on)."""
+    import zoo
+    from registry.context import Context
+    from zoo.common.sae import load_sae
+    from zoo.methods.sae_tm.train import SAEOptions, train_sae_toy
+
+    spec = zoo.spec("sae-tm")
+    produced = [p.rsplit("/", 1)[-1] for p in spec.training["sae"].produces]
+    opts = SAEOptions(features=32, k=4, steps=3, batch_size=64)
+    blobs = []
+    for run in ("a", "b"):
+        train_sae_toy(Context(spec, zoo.entry("sae-tm").path, out_dir=tmp_path / run), opts)  # embeddings from the cache
+        assert sorted(p.name for p in (tmp_path / run).iterdir()) == produced
+        blobs.append((tmp_path / run / produced[0]).read_bytes())
+    assert blobs[0] == blobs[1]
+    sae = load_sae(tmp_path / "a" / produced[0])
+    assert (sae.d_in, sae.n_features, sae.k) == (384, 32, 4)
+
+
+def test_bench_topic_count_below_two_is_a_one_line_error_naming_the_flag(capsys) -> None:
+    """`zoo bench sae-tm --topics 1`: the options model refuses it before any model is built, in one line naming
+    --topics (exit 2)."""
+    from zoo.cli import main
+
+    assert main(["bench", "sae-tm", "--topics", "1"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "--topics" in err[0], err
+
+
+def test_save_sae_writes_the_same_bytes_every_time(tmp_path) -> None:
+    """The shipped SAE's sha256 can only be re-made if saving is byte-deterministic: safetensors writes metadata from a
+    hash map (a random key order per save), so ``save_sae`` sorts the metadata keys; twelve saves, one digest, and
+    the file loads back to the same tensors."""
+    import hashlib
+
+    from zoo.common.sae import SparseAutoencoder, load_sae, save_sae
+
+    sae = SparseAutoencoder(8, 16, "topk", 2, seed=0)
+    digests = set()
+    for i in range(12):
+        save_sae(sae, tmp_path / f"{i}.safetensors")
+        digests.add(hashlib.sha256((tmp_path / f"{i}.safetensors").read_bytes()).hexdigest())
+    assert len(digests) == 1
+    back = load_sae(tmp_path / "0.safetensors")
+    assert all(torch.equal(a, b) for a, b in zip(sae.state_dict().values(), back.state_dict().values()))

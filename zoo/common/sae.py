@@ -411,14 +411,30 @@ def fraction_variance_unexplained(sae: SparseAutoencoder, x: torch.Tensor, chunk
 # ----------------------------------------------------------------------------- save / load
 
 def save_sae(sae: SparseAutoencoder, path: str | Path, dtype: torch.dtype | None = None) -> None:
-    """Save the state dict as safetensors, with the architecture in the metadata."""
-    from safetensors.torch import save_file
+    """Save the state dict as safetensors, with the architecture in the metadata (keys sorted: the same SAE gives
+    the same bytes on every save)."""
+    from safetensors.torch import save
 
     sd = {k: v.detach().contiguous().cpu() for k, v in sae.state_dict().items()}
     if dtype is not None:
         sd = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in sd.items()}
     meta = {k: str(v) for k, v in sae.config().items()}
-    save_file(sd, str(path), metadata=meta)
+    Path(path).write_bytes(_sorted_metadata(save(sd, metadata=meta)))
+
+
+def _sorted_metadata(blob: bytes) -> bytes:
+    """``blob`` (safetensors bytes) with its ``__metadata__`` keys in sorted order. safetensors writes the metadata
+    from a hash map, so the same tensors and metadata give a header in a random key order (a different sha256 on most
+    saves); the tensors, their header entries and the header's length and padding are unchanged."""
+    import json
+
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    header["__metadata__"] = dict(sorted(header.get("__metadata__", {}).items()))
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if len(text) != len(blob[8:8 + n].rstrip(b" ")):
+        raise ValueError("safetensors header: unexpected serialisation (cannot reorder its metadata in place)")
+    return blob[:8] + text.ljust(n, b" ") + blob[8 + n:]
 
 
 def load_sae(path: str | Path) -> SparseAutoencoder:

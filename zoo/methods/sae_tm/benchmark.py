@@ -19,44 +19,50 @@ grid's standard error, its spread split by source, and the paired paper - reposi
 
     zoo bench sae-tm [--topics 10] [--no-newsgroup]   # the table (the spec's numbers: --topics 10 --no-newsgroup)
     zoo bench sae-tm --quick                          # n = 10, 1 seed, 10 LDA iterations, no newsgroup check
-    python tools/bench_sae_tm.py [options]            # the same from a checkout
+
+Seeds run from ``--seed`` (default 0) upward: stage-2 seeds, k-means seeds and the baselines' random_state alike.
 """
 from __future__ import annotations
 
-import argparse
-import os
 import time
+from typing import Annotated, Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick
+from pydantic import Field
 
-QUICK = {"topics": "10", "seeds": 1, "lda_iter": 10, "no_newsgroup": True}  # --quick: these unless given explicitly
+from registry.contract import Options, benchmark
+
 FIXED_KMEANS_SEED = 42  # the reference sae_to_topic.py's KMeans random_state (the protocol before the seed grid)
 
 
-def _processor():
-    """SAE-TM with the shipped toy SAE and MiniLM, built from the installed spec (sha256-checked weights),
-    with the processor's default parameters (the paper's)."""
-    import zoo
+class BenchOptions(Options):
+    topics: list[Annotated[int, Field(ge=2, le=200)]] = Field([5, 10, 20], min_length=1, max_length=16,
+                                                             description="topic counts n")
+    seeds: int = Field(5, ge=1, le=64, description="seeds per method (SAE-TM: seeds x seeds grid)")
+    lda_iter: int = Field(50, ge=1, le=10_000, description="LDA batch iterations")
+    newsgroup: bool = Field(True, description="the mini_newsgroup 2-topic purity check (--no-newsgroup skips it)")
+    quick: ClassVar[dict[str, Any]] = {"topics": [10], "seeds": 1, "lda_iter": 10, "newsgroup": False}
+
+
+def _processor(ctx: Any) -> Any:
+    """SAE-TM with the shipped toy SAE and MiniLM (the spec's toy roles, sha256-checked weights), with the
+    processor's default parameters (the paper's)."""
     from zoo.methods.sae_tm import SAETopicModel
 
-    models = zoo.load("sae-tm", variant="toy", device="cpu").models
+    models = ctx.models("toy")
     return SAETopicModel(models={"encoder": models["encoder"], "sae": models["sae"]}, params=SAETopicModel.Params(),
                          device="cpu", dtype=None)
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark (``zoo bench sae-tm [--quick] [options]``): prints the table."""
-    ap = argparse.ArgumentParser(prog="zoo bench sae-tm", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--topics", default="5,10,20", help="comma-separated topic counts (default 5,10,20)")
-    ap.add_argument("--seeds", type=int, default=5, help="seeds per method (default 5)")
-    ap.add_argument("--lda-iter", type=int, default=50)
-    ap.add_argument("--no-newsgroup", action="store_true", help="skip the mini_newsgroup 2-topic purity check")
-    args = parse_with_quick(ap, argv, QUICK, "n = 10, 1 seed, 10 LDA iterations, no newsgroup check "
-                            "(the table still prints)")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def _seed_range(first: int) -> str:
+    """``0..seeds-1`` as printed before the seeds moved with ``--seed`` (``S+0..S+seeds-1`` from another seed)."""
+    return "0..seeds-1" if first == 0 else f"{first}+0..{first}+seeds-1"
+
+
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """SAE-TM vs LDA and NMF on lee_background passages: document NPMI, c_npmi, diversity and fit time per topic count
+    over a seed grid, the re-topic timing and the mini_newsgroup purity check (--quick: n = 10, 1 seed, 10 LDA
+    iterations, no newsgroup check; the table still prints)."""
     import numpy as np
     import torch
     from sklearn.decomposition import NMF, LatentDirichletAllocation
@@ -65,12 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     from zoo.methods.sae_tm.metrics import evaluate, reference_presence
 
-    proc = _processor()
-    ns = [int(v) for v in args.topics.split(",")]
+    out: list[str] = []
+    proc = _processor(ctx)
+    ns = list(opts.topics)
+    s0 = ctx.seed
+    seeds = range(s0, s0 + opts.seeds)
     rows = []
     fixed: list[tuple[str, int, int, dict[str, float]]] = []
     t_fits = []
-    for seed in range(args.seeds):
+    for seed in seeds:
         t0 = time.perf_counter()
         fit = proc.fit(seed=seed, progress=True)
         t_fits.append(time.perf_counter() - t0)
@@ -79,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         tfidf = TfidfTransformer().fit_transform(counts)
         for n in ns:
             for merge in ("paper", "repository"):
-                for kseed in range(args.seeds):  # the k-means seed is a second seed: the grid is seeds x seeds
+                for kseed in seeds:  # the k-means seed is a second seed: the grid is seeds x seeds
                     t0 = time.perf_counter()
                     ts = proc.retopic(n, merge, kmeans_seed=kseed)
                     t = time.perf_counter() - t0
@@ -87,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 ts = proc.retopic(n, merge, kmeans_seed=FIXED_KMEANS_SEED)  # the previous protocol, for comparison
                 fixed.append((merge, n, seed, evaluate(ts.topic_word, vocab, pres)))
             t0 = time.perf_counter()
-            lda = LatentDirichletAllocation(n_components=n, learning_method="batch", max_iter=args.lda_iter, random_state=seed).fit(counts)
+            lda = LatentDirichletAllocation(n_components=n, learning_method="batch", max_iter=opts.lda_iter, random_state=seed).fit(counts)
             rows.append(("LDA", n, seed, evaluate(lda.components_, vocab, pres), time.perf_counter() - t0))
             t0 = time.perf_counter()
             nmf = NMF(n_components=n, init="nndsvda", max_iter=400, random_state=seed).fit(tfidf)
@@ -96,31 +105,38 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(5, 21):
             proc.retopic(n)
         t_re = time.perf_counter() - t0
-    print(f"corpus: {len(fit['texts'])} passages, vocabulary {len(vocab)}; SAE-TM stages 1-2 fit in "
-          f"{min(t_fits):.1f}-{max(t_fits):.1f} s per seed (embeddings cached; shipped SAE); {args.seeds} seeds")
+    out.append(f"corpus: {len(fit['texts'])} passages, vocabulary {len(vocab)}; SAE-TM stages 1-2 fit in "
+               f"{min(t_fits):.1f}-{max(t_fits):.1f} s per seed (embeddings cached; shipped SAE); {opts.seeds} seeds")
 
     def stat(vals: list[float]) -> str:
         v = np.asarray(vals, dtype=float)
         sd = v.std(ddof=1) if len(v) > 1 else 0.0
         return f"{v.mean():.3f} ± {sd:.3f} [{v.min():.3f}, {v.max():.3f}]"
 
-    print(f"{'method':>20} | {'n':>3} | {'document NPMI':>30} | {'c_npmi (gensim, window 10)':>30} | {'diversity':>30} | {'fit s':>6}")
+    out.append(f"{'method':>20} | {'n':>3} | {'document NPMI':>30} | {'c_npmi (gensim, window 10)':>30} | {'diversity':>30} | {'fit s':>6}")
     for meth in ("SAE-TM (paper)", "SAE-TM (repository)", "LDA", "NMF"):
         for n in ns:
             sel = [r for r in rows if r[0] == meth and r[1] == n]
-            print(f"{meth:>20} | {n:3d} | {stat([r[3]['npmi_doc'] for r in sel]):>30} | "
-                  f"{stat([r[3]['c_npmi'] for r in sel]):>30} | {stat([r[3]['diversity'] for r in sel]):>30} | "
-                  f"{np.mean([r[4] for r in sel]):6.2f}")
-    print(f"SAE-TM rows: {args.seeds} stage-2 seeds x {args.seeds} k-means seeds ({args.seeds ** 2} cells per SAE-TM row); "
-          "baselines: random_state 0..seeds-1")
+            out.append(f"{meth:>20} | {n:3d} | {stat([r[3]['npmi_doc'] for r in sel]):>30} | "
+                       f"{stat([r[3]['c_npmi'] for r in sel]):>30} | {stat([r[3]['diversity'] for r in sel]):>30} | "
+                       f"{np.mean([r[4] for r in sel]):6.2f}")
+    out.append(f"SAE-TM rows: {opts.seeds} stage-2 seeds x {opts.seeds} k-means seeds ({opts.seeds ** 2} cells per SAE-TM row); "
+               f"baselines: random_state {_seed_range(s0)}")
     for n in ns:
         for key in ("npmi_doc", "c_npmi", "diversity"):
-            print(seed_spread(rows, fixed, n, key))
-    print(f"\nre-topic SAE-TM to every n in 5..20 (16 merges, no retraining): {t_re:.1f} s total, {t_re / 16:.2f} s each")
-    print("baselines must refit per n: see 'fit s' above (LDA / NMF at n = 20)")
-    if not args.no_newsgroup:
-        newsgroup_purity(args)
-    return 0
+            out.append(seed_spread(rows, fixed, n, key))
+    out.append(f"\nre-topic SAE-TM to every n in 5..20 (16 merges, no retraining): {t_re:.1f} s total, {t_re / 16:.2f} s each")
+    out.append("baselines must refit per n: see 'fit s' above (LDA / NMF at n = 20)")
+    res: dict[str, Any] = {
+        "passages": len(fit["texts"]), "vocabulary": len(vocab), "fit_seconds": t_fits, "retopic_seconds": t_re,
+        "rows": [{"method": r[0], "n": r[1], "seed": r[2], **r[3], "seconds": r[4],
+                  **({"kmeans_seed": r[5]} if len(r) > 5 else {})} for r in rows],
+        "kmeans_seed_42": [{"merge": m, "n": n, "seed": s, **v} for m, n, s, v in fixed],
+    }
+    if opts.newsgroup:
+        res["newsgroup"] = newsgroup_purity(ctx, opts, out)
+    ctx.report("\n".join(out))
+    return res
 
 
 def seed_spread(rows: list[tuple], fixed: list[tuple[str, int, int, dict[str, float]]], n: int, key: str = "npmi_doc") -> str:
@@ -172,9 +188,9 @@ def _purity(pred, labels) -> float:
     return float(sum(np.bincount(labels[pred == t]).max() for t in np.unique(pred)) / len(labels))
 
 
-def newsgroup_purity(args) -> None:
+def newsgroup_purity(ctx: Any, opts: BenchOptions, out: list[str]) -> list[dict[str, Any]]:
     """2-topic merge on gensim's mini_newsgroup (alt.atheism vs sci.space, headers stripped):
-    purity of the argmax topic against the labels, SAE-TM vs LDA vs NMF on the same BoW."""
+    purity of the argmax topic against the labels, SAE-TM vs LDA vs NMF on the same BoW (appended to ``out``)."""
     import numpy as np
     from sklearn.decomposition import NMF, LatentDirichletAllocation
     from sklearn.feature_extraction.text import TfidfTransformer
@@ -182,24 +198,29 @@ def newsgroup_purity(args) -> None:
     from zoo.common.corpus import mini_newsgroup
 
     texts, labels, names = mini_newsgroup()
-    proc = _processor()
-    print(f"\nmini_newsgroup: {len(texts)} posts ({' / '.join(names)}), headers stripped; 2-topic purity (chance 0.5)")
-    print(f"{'method':>7} | {'seed':>4} | purity | top words of the 2 topics")
-    for seed in range(min(args.seeds, 3)):
+    proc = _processor(ctx)  # a fresh processor on the same (unmodified) roles
+    res = []
+    out.append(f"\nmini_newsgroup: {len(texts)} posts ({' / '.join(names)}), headers stripped; 2-topic purity (chance 0.5)")
+    out.append(f"{'method':>7} | {'seed':>4} | purity | top words of the 2 topics")
+    for seed in range(ctx.seed, ctx.seed + min(opts.seeds, 3)):
         fit = proc.fit(texts, seed=seed, progress=True)
         lab = np.asarray(labels)[fit["kept"]]
         ts = proc.retopic(2)
         dt = proc.document_topics(ts)
         tops = ts.top_words(fit["vocab"], 8)
-        print(f"{'SAE-TM':>7} | {seed:4d} | {_purity(dt.argmax(1), lab):6.3f} | {' '.join(tops[0])} // {' '.join(tops[1])}")
+        res.append({"method": "SAE-TM", "seed": seed, "purity": _purity(dt.argmax(1), lab), "top_words": tops})
         counts = fit["counts"]
         vocab = fit["vocab"]
-        lda = LatentDirichletAllocation(n_components=2, learning_method="batch", max_iter=args.lda_iter, random_state=seed)
+        lda = LatentDirichletAllocation(n_components=2, learning_method="batch", max_iter=opts.lda_iter, random_state=seed)
         d_lda = lda.fit_transform(counts)
         tl = [[vocab[j] for j in np.argsort(-c)[:8]] for c in lda.components_]
-        print(f"{'LDA':>7} | {seed:4d} | {_purity(d_lda.argmax(1), lab):6.3f} | {' '.join(tl[0])} // {' '.join(tl[1])}")
+        res.append({"method": "LDA", "seed": seed, "purity": _purity(d_lda.argmax(1), lab), "top_words": tl})
         tfidf = TfidfTransformer().fit_transform(counts)
         nmf = NMF(n_components=2, init="nndsvda", max_iter=400, random_state=seed)
         d_nmf = nmf.fit_transform(tfidf)
         tn = [[vocab[j] for j in np.argsort(-c)[:8]] for c in nmf.components_]
-        print(f"{'NMF':>7} | {seed:4d} | {_purity(d_nmf.argmax(1), lab):6.3f} | {' '.join(tn[0])} // {' '.join(tn[1])}")
+        res.append({"method": "NMF", "seed": seed, "purity": _purity(d_nmf.argmax(1), lab), "top_words": tn})
+        for r in res[-3:]:
+            w = r["top_words"]
+            out.append(f"{r['method']:>7} | {seed:4d} | {r['purity']:6.3f} | {' '.join(w[0])} // {' '.join(w[1])}")
+    return res

@@ -1,6 +1,6 @@
 """The CPU variant's models: the packaged all-MiniLM-L6-v2 encoder and a TopK SAE (F = 256, k = 8)
 trained on its sentence embeddings of lee_background.cor passages by
-``tools/train_sae_tm_toy.py`` (weights ``specs/weights/sae-tm-minilm-topk256.safetensors``)."""
+``zoo train sae-tm`` (:mod:`.train`; weights ``weights/sae-tm-minilm-topk256.safetensors`` beside the spec)."""
 from __future__ import annotations
 
 from registry.contract import factory
