@@ -79,15 +79,15 @@ def test_wheel_ships_specs_and_works_without_the_checkout(tmp_path: Path) -> Non
     code = (
         "from zoo.cli import main\n"
         "for n in ('sae-feature-death', 'sae-tm', 'ddim'):\n"
-        "    try:\n        main(['bench', n, '--', '--help'])\n"
+        "    try:\n        main(['bench', n, '--help'])\n"
         "    except SystemExit as e:\n        assert e.code == 0, (n, e.code)\n"
-        "raise SystemExit(main(['bench', 'poe-bridge', '--quick', '--png', 'bench/poe.png']))\n"
+        "raise SystemExit(main(['bench', 'poe-bridge', '--quick', '--out-dir', 'bench']))\n"
     )
     res = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "usage: zoo bench sae-tm" in res.stdout and "usage: zoo bench ddim" in res.stdout
     assert "| PoE-Bridge K=4 multinomial_exact (paper)   | 1.000 |" in res.stdout
-    assert (tmp_path / "bench" / "poe.png").stat().st_size > 5000
+    assert (tmp_path / "bench" / "poe-bridge-bench.png").stat().st_size > 5000
 
     # the cards and their figures ship as zoo_docs, and `zoo report` works from the wheel alone
     for card in (REPO / "docs" / "methods").glob("*.md"):
