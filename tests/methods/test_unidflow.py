@@ -216,3 +216,56 @@ def test_sampled_metric_checks_are_means_over_base_seeds_not_the_seed0_draw(pipe
     assert se["x"] == 1.5 and se["x_se"] == pytest.approx(math.sqrt((2.25 + 0.25 + 0.25 + 2.25) / 3 / 4))
     with pytest.raises(ValueError, match="seeds is empty"):
         E.over_seeds(lambda s: {"x": 0.0}, [])
+
+
+# ----------------------------------------------------------------------------- zoo train / zoo bench
+def test_trainer_writes_exactly_the_files_its_spec_entry_produces_and_is_deterministic(tmp_path) -> None:
+    """``zoo train unidflow``'s recipe (a few steps per stage here): the four checkpoints its ``training:`` entry
+    declares, each loadable into its role's model, and byte-identical across two runs from the same seed (what
+    ``--check`` relies on)."""
+    from safetensors.torch import load_file
+
+    from registry.context import Context
+    from zoo.methods.unidflow.train import ToyOptions, stage1_model, train_toy
+
+    spec = zoo.spec("unidflow")
+    produced = sorted(p.rsplit("/", 1)[-1] for p in spec.training["toy"].produces)
+    opts = ToyOptions(pretrain_steps=2, stage1_steps=2, stage2_steps=2, router_steps=2, dpo_steps=2, quiet=True)
+    digests = []
+    for run in ("a", "b"):
+        ctx = Context(spec, zoo.entry("unidflow").path, out_dir=tmp_path / run, use_cache=False)
+        train_toy(ctx, opts)
+        assert sorted(p.name for p in (tmp_path / run).iterdir()) == produced
+        digests.append({n: (tmp_path / run / n).read_bytes() for n in produced})
+    assert digests[0] == digests[1]
+    build_unidflow().load_state_dict(load_file(str(tmp_path / "a" / "unidflow-toy.safetensors")), strict=True)
+    one = stage1_model(load_file(str(tmp_path / "a" / "unidflow-toy-stage1.safetensors")))
+    assert set(one.state_dict()) == set(load_file(str(tmp_path / "a" / "unidflow-toy-shared.safetensors")))
+
+
+def test_bench_seed_counts_out_of_range_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    """`zoo bench unidflow --seeds 0` (and 257): one line naming --seeds, exit 2, before any model is built."""
+    from zoo.cli import main
+
+    for bad in ("0", "257"):
+        assert main(["bench", "unidflow", "--seeds", bad]) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and "--seeds" in err[0] and bad in err[0], err
+
+
+@pytest.mark.slow
+def test_bench_writes_table_png_and_json_into_out_dir(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``zoo bench unidflow`` at the smallest sizes: the table in the report, the PNG and the JSON with one row per
+    model, all inside --out-dir."""
+    import json
+
+    from zoo.cli import main
+
+    args = ["--per-caption", "1", "--seeds", "1", "--caption-seeds", "1", "--margin-seeds", "1"]
+    assert main(["bench", "unidflow", *args, "--out-dir", str(tmp_path)]) == 0
+    assert "| after stage III mRef-DPO (final)" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unidflow-bench.json", "unidflow-bench.md", "unidflow-bench.png"]
+    res = json.loads((tmp_path / "unidflow-bench.json").read_text())["result"]
+    assert [r["role"] for r in res["rows"]] == ["stage1", "reference", "model", "model", "shared"]
+    assert set(res) >= {"interference", "dpo", "exact_2token", "grid"}
+    assert (tmp_path / "unidflow-bench.png").stat().st_size > 5000

@@ -13,21 +13,28 @@ Sampled columns are mean ± standard error over base seeds (the spec's ``seeds``
 generation over ``--seeds`` (8), caption accuracy over ``--caption-seeds`` (4), the margin over ``--margin-seeds``
 (16; pair seeds 1234 + k); editing is one greedy draw at ``--seed``. Seeds run from ``--seed`` upward.
 
-    zoo bench unidflow                 # the spec's numbers (16 samples per caption, 8 / 4 / 16 seeds)
-    zoo bench unidflow --quick         # 4 samples per caption, 2 seeds each
-    python tools/bench_unidflow.py     # the same from a checkout, PNG into docs/methods/
+    zoo bench unidflow [--out-dir docs/methods]   # the spec's numbers (16 samples per caption, 8 / 4 / 16 seeds)
+    zoo bench unidflow --quick                    # 4 samples per caption, 2 seeds each
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any, ClassVar
 
-from registry.contract import benchmark
-from zoo.common.bench_output import parse_with_quick, write_outputs
+from pydantic import Field
 
-QUICK = {"per_caption": 4, "seeds": 2, "caption_seeds": 2, "margin_seeds": 2}
+from registry.contract import Options, benchmark
+
+
+class BenchOptions(Options):
+    per_caption: int = Field(16, ge=1, le=4096, description="generation samples per caption (36 captions)")
+    seeds: int = Field(8, ge=1, le=256, description="base seeds averaged for generation (spec: 8)")
+    caption_seeds: int = Field(4, ge=1, le=256, description="base seeds averaged for caption accuracy (spec: 4)")
+    margin_seeds: int = Field(16, ge=1, le=256, description="pair seeds averaged for the preference margin (spec: 16)")
+    quick: ClassVar[dict[str, Any]] = {"per_caption": 4, "seeds": 2, "caption_seeds": 2, "margin_seeds": 2}
+
 PAPER = {"DPG-Bench (Table 2)": 91.19, "DPG-Bench (Table 4)": 91.91, "single-LoRA: understanding Eval": 79.92,
          "single-LoRA: GenEval": 0.90, "single-LoRA: Edit (1-5)": 4.08}
 ROWS = [("after stage I (Δu)", "stage1", None), ("after stage II (Δu + Δg) = DPO reference", "reference", None),
@@ -137,53 +144,40 @@ def grid_panels(pipe, seed: int) -> list[dict]:
     return out
 
 
-@benchmark
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark (``zoo bench unidflow [--quick] [options]``): prints the table, writes the PNG."""
-    ap = argparse.ArgumentParser(prog="zoo bench unidflow", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--per-caption", type=int, default=16, help="generation samples per caption (36 captions)")
-    ap.add_argument("--seed", type=int, default=0, help="first base seed (editing and the PNG use this one)")
-    ap.add_argument("--seeds", type=int, default=8, help="base seeds averaged for generation (spec: 8)")
-    ap.add_argument("--caption-seeds", type=int, default=4, help="base seeds averaged for caption accuracy (spec: 4)")
-    ap.add_argument("--margin-seeds", type=int, default=16, help="pair seeds averaged for the preference margin (spec: 16)")
-    ap.add_argument("--spec", default="unidflow", help="spec name or YAML path")
-    ap.add_argument("--json", type=Path, default=None, help="also write every number as JSON")
-    ap.add_argument("--png", type=Path, default=Path("unidflow-bench.png"), help="PNG output path")
-    args = parse_with_quick(ap, argv, QUICK, "4 generation samples per caption, 2 seeds per average")
-    for name in ("seeds", "caption_seeds", "margin_seeds"):
-        if not 1 <= getattr(args, name) <= 256:
-            ap.error(f"--{name.replace('_', '-')}: expected an integer in 1..256, got {getattr(args, name)}")
-
+@benchmark(options=BenchOptions)
+def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
+    """UniDFlow's shapes-and-captions toy: the stages-and-ablations table, the interference test, the mRef-DPO
+    trade-off, the exact 2-token DPO check and unidflow-bench.png (--quick: 4 samples per caption, 2 seeds per
+    average; the table still prints). --seed is the first base seed (editing and the PNG use it)."""
     import torch
-
-    import zoo
 
     from .exact_dpo import surrogate_gap
 
     torch.set_num_threads(1)
     t0 = time.time()
-    pipe = zoo.load(args.spec, variant="toy", device="cpu")
+    seed = ctx.seed
+    pipe = ctx.pipeline("toy")
     rows = []
     for label, role, alpha in ROWS:
-        r = evaluate_row(pipe.models[role], args.per_caption, args.seed, alpha, args.seeds, args.caption_seeds, args.margin_seeds)
+        r = evaluate_row(pipe.models[role], opts.per_caption, seed, alpha, opts.seeds, opts.caption_seeds, opts.margin_seeds)
         r.update(label=label, role=role, alpha=alpha)
         rows.append(r)
         print(f"  {label}: caption {r['caption_accuracy']:.3f} faithful {r['faithfulness']:.3f}", file=sys.stderr)
     by = {(r["role"], r["alpha"]): r for r in rows}
-    res: dict = {"per_caption": args.per_caption, "seed": args.seed, "seeds": args.seeds, "caption_seeds": args.caption_seeds,
-                 "margin_seeds": args.margin_seeds, "rows": rows}
+    res: dict = {"per_caption": opts.per_caption, "seed": seed, "seeds": opts.seeds, "caption_seeds": opts.caption_seeds,
+                 "margin_seeds": opts.margin_seeds, "rows": rows}
     res["interference"] = {"decoupled_drop_points": 100 * (by[("stage1", None)]["caption_accuracy"] - by[("model", None)]["caption_accuracy"]),
                            "shared_drop_points": 100 * (by[("stage1", None)]["caption_accuracy"] - by[("shared", None)]["caption_accuracy"])}
     ref, fin = by[("reference", None)], by[("model", None)]
     res["dpo"] = {"faithfulness_gain": fin["faithfulness"] - ref["faithfulness"], "margin_gain": fin["preference_margin"] - ref["preference_margin"],
                   "diversity_cost": ref["diversity"] - fin["diversity"]}
-    res["exact_2token"] = surrogate_gap(4, 0.5, args.seed)
-    res["grid"] = grid_panels(pipe, args.seed)
+    res["exact_2token"] = surrogate_gap(4, 0.5, seed)
+    res["grid"] = grid_panels(pipe, seed)
     res["seconds"] = time.time() - t0
     it, d, x = res["interference"], res["dpo"], res["exact_2token"]
-    seeds = (f"mean ± SE over base seeds {args.seed}.. (generation {args.seeds}, captions {args.caption_seeds}, margin {args.margin_seeds}: "
-             f"pair seeds 1234 + k); editing one greedy draw at seed {args.seed}")
-    text = [f"\nUniDFlow toy (shapes-and-captions; {args.per_caption} samples per caption; {seeds}; one CPU thread, torch {torch.__version__})",
+    seeds = (f"mean ± SE over base seeds {seed}.. (generation {opts.seeds}, captions {opts.caption_seeds}, margin {opts.margin_seeds}: "
+             f"pair seeds 1234 + k); editing one greedy draw at seed {seed}")
+    text = [f"\nUniDFlow toy (shapes-and-captions; {opts.per_caption} samples per caption; {seeds}; one CPU thread, torch {torch.__version__})",
             table(rows),
             f"\ninterference (caption accuracy, points, learned routers): decoupled Δu/Δg stage I -> final {it['decoupled_drop_points']:+.1f} drop; "
             f"shared single adapter stage I -> stage II {it['shared_drop_points']:+.1f} drop",
@@ -192,5 +186,6 @@ def main(argv: list[str] | None = None) -> int:
             f"exact 2-token DPO (V = 4, β = 0.5): TV(optimum, p_ref·exp(r/β)) = {x['tv_exact']:.1e} with exact log-likelihoods, "
             f"{x['tv_surrogate']:.3f} with the masked-CE (ELBO) surrogate; reference {x['tv_reference']:.3f}",
             "\npaper (declared only; no backbone or weights released): " + "; ".join(f"{k} {v}" for k, v in PAPER.items())]
-    write_outputs(res, "\n".join(text), plot, str(args.png.parent), args.png.name, str(args.json) if args.json else None)
-    return 0
+    ctx.report("\n".join(text))
+    plot(res, ctx.figure("unidflow-bench.png"))
+    return res

@@ -1,4 +1,4 @@
-"""UniDFlow's training stages on the toy (``tools/train_unidflow_toy.py`` runs them; reconstruction of the
+"""UniDFlow's training stages on the toy (``zoo train unidflow`` runs them, :mod:`.train`; reconstruction of the
 paper's three stages, arXiv 2602.12221 section 3, plus the stand-in backbone's pre-training).
 
 0. **Backbone pre-training** (stand-in for the pretrained VLT, then frozen): a generic masked objective on
