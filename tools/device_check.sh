@@ -49,9 +49,11 @@ for s in f-dpmsolver:digits unidflow:toy; do
 done
 rm -rf "$SAMPLES"
 poe_bench
-for b in tools/bench_*.py; do
-  timeout 300 python "$b" --help >/dev/null 2>&1 || continue
-  echo "== $b" | tee -a "$OUT/bench.txt"
-  timeout 300 python "$b" --device cuda >> "$OUT/bench.txt" 2>&1 || echo "(failed or no --device option)" >> "$OUT/bench.txt"
+# every benchmark that takes --device, on cuda, through the engine's CLI (--quick: this script is sized to fit)
+for name in $(python -c "import zoo; print(' '.join(zoo.list()))"); do
+  timeout 120 zoo bench "$name" --help 2>/dev/null | grep -q -- "--device" || continue
+  echo "== zoo bench $name --quick --device cuda" | tee -a "$OUT/bench.txt"
+  timeout 300 zoo bench "$name" --quick --device cuda --out-dir "$OUT/bench-$name" >> "$OUT/bench.txt" 2>&1 \
+    || echo "(failed)" >> "$OUT/bench.txt"
 done
 grep -E "^(PASS|FAIL|SKIP)" "$OUT"/check-cuda*.txt | awk '{print $1}' | sort | uniq -c

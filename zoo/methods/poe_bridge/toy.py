@@ -1,6 +1,6 @@
 """The CPU variant of PoE-Bridge: a tiny causal LM (the AR target, a ``Qwen2ForCausalLM`` like the
 paper's Qwen2.5 verifiers) and a tiny bidirectional masked-diffusion LM (the proposal, standing in for
-Dream), both trained in-repo by ``tools/train_poe_bridge_toy.py`` on the step-by-step addition task of
+Dream), both trained in-repo by ``zoo train poe-bridge`` (entry ``toy``) on the step-by-step addition task of
 :mod:`zoo.common.toy_text`, sharing its tokenizer.
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ def build_dlm_qwen2(digits: int = 3, max_new_tokens: int = TOY_MAX_NEW_TOKENS, i
     ``max_new_tokens`` is the answer region it was trained to fill (``zoo_max_new_tokens``); ``init_seed``
     seeds the random initialisation. Bidirectional attention: ``Qwen2Config(is_causal=False)``
     (transformers' bidirectional-mask path for decoder-only models) and every attention module's ``is_causal`` flag off (SDPA would otherwise apply a
-    causal mask when no explicit mask is built). Trained by ``tools/train_poe_bridge_equal.py``.
+    causal mask when no explicit mask is built). Trained by ``zoo train poe-bridge --only toy-equal``.
     """
     tok = toy_tokenizer(task, digits)
     model = build_qwen2(tok, {**AR_CONFIG, **config}, seed=init_seed, is_causal=False, mask_token_id=tok.mask_token_id)
