@@ -33,7 +33,15 @@ def card_path(spec_file: str | os.PathLike[str], docs: str, folder: str | os.Pat
     inside = any(within(r, here) for r in roots)
     if inside and here.is_file():
         return here.resolve(), ""
-    alt = shipped / "methods" / Path(docs).name if shipped is not None and "methods" in Path(docs).parts else None
+    parts = Path(docs).parts
+    alt = None
+    if shipped is not None and "docs" in parts:  # ../docs/common/README.md -> <shipped cards>/common/README.md
+        rest = parts[len(parts) - 1 - parts[::-1].index("docs") + 1:]
+        alt = shipped.joinpath(*rest) if rest and ".." not in rest else None
+    elif shipped is not None and "methods" in parts:
+        alt = shipped / "methods" / Path(docs).name
+    if alt is not None and not within(shipped, alt):
+        alt = None
     if alt is not None and alt.is_file():
         return alt.resolve(), ""
     if not inside:

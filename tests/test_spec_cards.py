@@ -91,3 +91,23 @@ def test_an_inherited_card_resolves_against_the_parent_spec_folder(tmp_path: Pat
     (child / "c.yaml").write_text("extends: base/base.yaml\nname: asgd-child\n")
     assert load_spec_file(child / "c.yaml").docs == "card.md"
     assert _lint_lines(child / "c.yaml") == []
+
+
+@pytest.mark.parametrize("docs,shipped_rel", [("../docs/common/README.md", "common/README.md"),
+                                               ("../docs/methods/asgd-stability.md", "methods/asgd-stability.md")])
+def test_an_installed_builtin_spec_finds_its_card_among_the_shipped_cards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                          docs: str, shipped_rel: str) -> None:
+    """From a wheel, ``zoo_specs/../docs`` does not exist: the card of the same path below ``docs/`` is taken from the
+    shipped cards (``zoo_docs``), and nothing outside them."""
+    import registry.cards as cards
+
+    shipped = tmp_path / "site" / "zoo_docs"
+    (shipped / "methods").mkdir(parents=True)
+    (shipped / shipped_rel).parent.mkdir(parents=True, exist_ok=True)
+    (shipped / shipped_rel).write_text("# card\n")
+    specs = tmp_path / "site" / "zoo_specs"
+    specs.mkdir()
+    p = _spec(specs, docs)
+    monkeypatch.setattr(cards, "shipped_docs", lambda: shipped)
+    assert card_path(p, docs) == ((shipped / shipped_rel).resolve(), "")
+    assert card_path(p, "../docs/../../secret.md")[0] is None
