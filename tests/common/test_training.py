@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from zoo.common.training import EMA, adamw_one_cycle, check_reproduces, optimizer_step, save_checkpoint, setup_deterministic, sha256_file
+from zoo.common.training import EMA, adamw_one_cycle, optimizer_step, save_checkpoint, setup_deterministic, sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,22 +40,10 @@ def test_optimizer_step_clips_and_schedules():
     assert opt.param_groups[0]["lr"] != lr0
 
 
-def test_save_checkpoint_prints_sha_and_reproduction_check(tmp_path, capsys):
-    """save_checkpoint prints and returns the file's sha256; check_reproduces is True for a deterministic
-    trainer and False (with a FAIL line) when the re-run differs."""
-    def trainer(seed):
-        def run(d: Path):
-            setup_deterministic(seed)
-            m = torch.nn.Linear(4, 4)
-            return {"m": Path(d) / "m.safetensors"} if save_checkpoint(m, Path(d) / "m.safetensors", quiet=True) else {}
-        return run
-
+def test_save_checkpoint_prints_and_returns_the_files_sha256(tmp_path, capsys):
+    """save_checkpoint prints and returns the file's sha256 (what a spec's weights: entry pins)."""
     digest = save_checkpoint({"a": torch.arange(3.0)}, tmp_path / "a.safetensors")
     assert digest in capsys.readouterr().out and digest == sha256_file(tmp_path / "a.safetensors")
-    trainer(0)(tmp_path)
-    assert check_reproduces(trainer(0), {"m": tmp_path / "m.safetensors"})
-    assert not check_reproduces(trainer(1), {"m": tmp_path / "m.safetensors"})
-    assert "FAIL m" in capsys.readouterr().out
 
 
 def test_common_never_imports_methods():

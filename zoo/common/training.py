@@ -12,23 +12,19 @@ pieces here make that the default:
   ``num_updates``; non-float buffers are copied);
 * :func:`progress` — a tqdm bar (``mininterval`` 2 s by default, to keep logs short);
 * :func:`save_checkpoint` — safetensors save that prints the sha256 to paste into the spec;
-* :func:`check_reproduces` / :func:`add_check_argument` — re-run training into a temporary file and
-  compare its sha256 with the shipped file (``--check``): exit status 0 iff byte-identical.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
-import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import torch
 
 __all__ = [
     "setup_deterministic", "adamw_one_cycle", "optimizer_step", "EMA", "ddpm_eps_loss", "progress", "sha256_file",
-    "save_checkpoint", "check_reproduces", "add_check_argument",
+    "save_checkpoint",
 ]
 
 
@@ -136,25 +132,3 @@ def save_checkpoint(state: Mapping[str, torch.Tensor] | torch.nn.Module, path: s
     if not quiet:
         print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) sha256 {digest}")
     return digest
-
-
-def add_check_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--check", action="store_true",
-                        help="train into a temporary directory and verify the result is byte-identical to the shipped file(s); exit 1 otherwise")
-
-
-def check_reproduces(train_to: Callable[[Path], Mapping[str, Path]], shipped: Mapping[str, Path]) -> bool:
-    """Run ``train_to(tmpdir)`` (which returns ``{name: written path}``) and compare each written file's
-    sha256 with ``shipped[name]``. Prints one line per file; True iff all are byte-identical."""
-    ok = True
-    with tempfile.TemporaryDirectory() as tmp:
-        written = train_to(Path(tmp))
-        for name, ref in shipped.items():
-            new, old = sha256_file(written[name]), sha256_file(ref)
-            same = new == old
-            ok &= same
-            print(f"{'OK  ' if same else 'FAIL'} {name}: re-run sha256 {new} {'==' if same else '!='} shipped {old}")
-    if not ok:  # the usual cause: another CPU kernel dispatch (e.g. AVX2 vs AVX512) rounds differently
-        print(f"note: digests depend on torch's CPU kernels (this machine: torch {torch.__version__}, "
-              f"{torch.backends.cpu.get_cpu_capability()}); the shipped files were made with torch 2.14.1 on AVX512")
-    return ok
