@@ -5,7 +5,6 @@ Heavy libraries are imported here, and only here (plus in method code).
 """
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 from collections.abc import Mapping
@@ -24,13 +23,12 @@ from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .saved import save as save_folder
-from .spec import DTYPE_NAMES, HubSource, ModelSource, RoleSource, Spec, TimmSource, ZooSource, looks_remote, refuse_consent_keys
+from .calls import _call_model, _default_caps, call_factory, check_kwargs, factory_kwargs, one_line as _one_line, validated_kwargs  # noqa: F401 - re-exported
+from .sources.base import BuildRequest, in_declared_dtype as _in_declared_dtype, is_model_class as _is_model_class  # noqa: F401 - re-exported
+from .sources.base import load_state_strict, place as _place, torch_dtype as _torch_dtype  # noqa: F401 - re-exported
+from .schema import refuse_consent_keys
+from .spec import DTYPE_NAMES, ModelSource, Spec
 from .weights import sha256_file  # noqa: F401 - re-exported (lint, conformance, tools)
-
-
-def _one_line(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split()) or "(no message)"
-    return f"{type(exc).__name__}: {text[:limit]}"
 
 
 
@@ -135,82 +133,6 @@ _cache: dict[tuple[Any, ...], Any] = {}
 _cache_lock = threading.Lock()
 
 
-def _torch_dtype(name: str | None) -> Any:
-    if name is None:
-        return None
-    import torch
-
-    return getattr(torch, name)
-
-
-def load_state_strict(module: Any, state: Mapping[str, Any], name: str, loc: Location, allow_nonfinite: bool = False) -> None:
-    """Load a state dict strictly: same tensor names, and for each the model's exact shape and
-    dtype (an fp16/int8 file never loads silently into an fp32 model), all values finite unless
-    the spec sets ``allow_nonfinite: true``."""
-    import torch
-
-    if not hasattr(module, "load_state_dict") or not hasattr(module, "state_dict"):
-        raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", loc)
-    expected = module.state_dict()
-    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
-    if missing or unexpected:
-        parts = ([f"missing {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}"] if missing else []) + (
-            [f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}"] if unexpected else [])
-        raise BuildError(f"weights {name} do not match the model: {'; '.join(parts)}", loc)
-    for key, want in expected.items():
-        got = state[key]
-        if tuple(got.shape) != tuple(want.shape):
-            raise BuildError(f"weights {name}: tensor {key} has shape {tuple(got.shape)}, the model expects {tuple(want.shape)}", loc)
-        if got.dtype != want.dtype:
-            raise BuildError(f"weights {name}: tensor {key} is {str(got.dtype).removeprefix('torch.')}, the model expects {str(want.dtype).removeprefix('torch.')}", loc)
-        if not allow_nonfinite and (got.is_floating_point() or got.is_complex()) and not bool(torch.isfinite(got).all()):
-            raise BuildError(f"weights {name}: tensor {key} has NaN or inf values (set allow_nonfinite: true if intended)", loc)
-    try:
-        module.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0:2]
-        raise BuildError(f"weights {name} do not match the model: {' '.join(first)}", loc) from None
-
-
-def _load_weights(module: Any, source: ZooSource, spec_dir: Path, sub: Any, allow_outside: bool | None = None,
-                  hub_file_at: Path | None = None) -> None:
-    """Weights of a factory-built role: a local safetensors file (inside the spec's folder unless the
-    caller allows more) or a hub file, read safely (safetensors, or for a hub file torch.load(weights_only=True)),
-    verified, converted, loaded strictly. ``hub_file_at``: a file standing in for the hub file (the
-    conformance harness's own temp copy), read exactly as the hub file would be."""
-    from .weights import convert_state, hub_file, read_state
-
-    assert source.weights is not None
-    wloc = sub("weights")
-    if isinstance(source.weights, str):
-        path = local_path(source.weights, spec_dir, wloc, allow_outside, "weights")
-        if source.sha256 is None:
-            raise BuildError("local weights need their sha256", sub("sha256"))
-        state = read_state(path, source.sha256, wloc, sub("sha256"))
-    else:  # a hub file carries its own sha256 (None only with allow_unpinned: true)
-        path = hub_file_at if hub_file_at is not None else hub_file(source.weights, wloc)
-        state = read_state(path, source.weights.sha256, wloc, torch_format=True)
-    state = convert_state(state, source.convert, sub("convert") if source.convert else wloc)
-    if module is None or not hasattr(module, "load_state_dict"):
-        raise BuildError(f"factory returned {type(module).__name__}, which cannot take weights", wloc)
-    module = _in_declared_dtype(module, state, source.dtype)
-    load_state_strict(module, state, path.name, wloc, source.allow_nonfinite)
-
-
-def _in_declared_dtype(module: Any, state: Mapping[str, Any], declared: str | None) -> Any:
-    """The model in the source's declared ``dtype`` when the file holds exactly that dtype and the factory built
-    another one (a saved pipeline's weights, or a half-precision release): the file still has to match the model
-    tensor for tensor (:func:`load_state_strict`); nothing is converted silently. Otherwise ``module`` unchanged."""
-    if declared is None or not hasattr(module, "to"):
-        return module
-    want = _torch_dtype(declared)
-    floats = [v.dtype for v in state.values() if hasattr(v, "is_floating_point") and v.is_floating_point()]
-    have = [v.dtype for v in module.state_dict().values() if v.is_floating_point()]
-    if floats and all(d == want for d in floats) and any(d != want for d in have):
-        return module.to(dtype=want)
-    return module
-
-
 def config_files(source: Any, loc: Location, spec_dir: Path | None, allow_outside: bool | None = None) -> dict[str, Path]:
     """The ``{file:, sha256:}`` values of a source's ``transform_config``, resolved against the spec file that wrote
     them (inside its folder tree unless the caller allows more) and verified, as absolute paths by key."""
@@ -252,107 +174,13 @@ def apply_transform(model: Any, source: Any, loc: Location, spec_dir: Path | Non
     return model if out is None else out
 
 
-def derive_role(parent: Any, source: RoleSource, *, loc: Location | None = None, spec_dir: Path | None = None,
+def derive_role(parent: Any, source: ModelSource, *, loc: Location | None = None, spec_dir: Path | None = None,
                 allow_outside: bool | None = None) -> Any:
-    """A ``from_role`` role: a deep copy of the parent's built model (unless ``share``), transformed."""
-    import copy
-
+    """A derived role (``source: role``): the kind's :meth:`~registry.sources.base.SourceKind.derive` of the parent's
+    built model."""
     loc = loc or Location()
-    obj = parent if source.share else copy.deepcopy(parent)
-    return apply_transform(obj, source, loc, spec_dir, allow_outside)
-
-
-def _is_model_class(cls: type) -> bool:
-    """Whether a transformers/diffusers class loads weights (vs a tokenizer, processor or scheduler)."""
-    name = cls.__name__
-    return not any(t in name for t in ("Tokenizer", "Processor", "FeatureExtractor", "Scheduler"))
-
-
-def _place(obj: Any, device: str, dtype: Any) -> Any:
-    if hasattr(obj, "to") and hasattr(obj, "parameters"):
-        obj = obj.to(device=device) if dtype is None else obj.to(device=device, dtype=dtype)
-        if hasattr(obj, "eval"):
-            obj.eval()
-    return obj
-
-
-def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``config`` validated by a registered factory's params model: the keyword arguments to call it with (only
-    the keys the spec gave). ``where(field)`` locates a spec field; with ``tiny`` (a ``tiny_config``, merged over
-    ``config``) a problem with one of its keys is located at ``tiny_config.<key>``, any other at ``config.<key>``."""
-    from .contract import factory_params
-
-    tiny = dict(tiny or {})
-    field = lambda key: f"tiny_config.{key}" if key.split(".")[0] in tiny else f"config.{key}"  # noqa: E731
-    for name, values in (("config", config), ("tiny_config", tiny)):
-        try:
-            refuse_consent_keys(dict(values))
-        except ValueError as exc:
-            raise ParamError(str(exc), where(name)) from None
-    model_cls = factory_params(factory)
-    _default_caps(model_cls, {**config, **tiny}, lambda f: where(field(f)))
-    try:
-        cfg = model_cls(**{**config, **tiny})
-    except ValidationError as exc:
-        raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny_config" if tiny else "config"))) from None
-    return {k: getattr(cfg, k) for k in cfg.model_fields_set}
-
-
-def _default_caps(model_cls: Any, values: Mapping[str, Any], where: Any) -> None:
-    """:func:`registry.limits.enforce_default_caps` as a located ParamError (``where(dotted key)``)."""
-    from .limits import SizeError, enforce_default_caps
-
-    try:
-        enforce_default_caps(model_cls, values, "")
-    except SizeError as exc:
-        raise ParamError(exc.detail, where(exc.path)) from None
-
-
-def validated_kwargs(model_cls: Any, values: Mapping[str, Any], where: Any, prefix: str) -> dict[str, Any]:
-    """``values`` (a spec's ``check_params`` / ``transform_config``) validated by ``model_cls``: consent keys
-    refused at any depth, fields without a declared bound held to :mod:`registry.limits`' caps, then the model
-    (types, unknown keys, declared bounds). The keyword arguments to call with (only the keys given); a problem
-    is one ParamError located at ``where("<prefix>.<key>")``."""
-    try:
-        refuse_consent_keys(dict(values))
-    except ValueError as exc:
-        raise ParamError(str(exc), where(prefix)) from None
-    _default_caps(model_cls, values, lambda f: where(f"{prefix}.{f}"))
-    try:
-        cfg = model_cls(**values)
-    except ValidationError as exc:
-        raise validation_error(exc, model_cls, lambda f: where(f"{prefix}.{f}" if f else prefix)) from None
-    return {k: getattr(cfg, k) for k in cfg.model_fields_set}
-
-
-def _call_model(getter: Any, fn: Any, name: str, loc: Location) -> Any:
-    """``getter(fn)`` (a registered callable's params model); a signature that cannot be validated is one line."""
-    try:
-        return getter(fn)
-    except TypeError as exc:
-        raise BuildError(f"{name}: {exc}", loc) from None
-
-
-def check_kwargs(fn: Any, params: Mapping[str, Any], where: Any = None) -> dict[str, Any]:
-    """A metric check's ``check_params`` validated by its params model (:func:`validated_kwargs`)."""
-    from .contract import check_params_model
-
-    where = where or (lambda f: Location(None, None, None, f))
-    model_cls = _call_model(check_params_model, fn, getattr(fn, "__qualname__", "metric check"), where("check_params"))
-    return validated_kwargs(model_cls, params, where, "check_params")
-
-
-def call_factory(target: str, config: Mapping[str, Any], sub: Any, tiny: Mapping[str, Any] | None = None) -> Any:
-    """Resolve a ``source: zoo`` factory, validate its config (:func:`factory_kwargs`) and call it; a failure is one
-    located line. ``sub(field)`` locates a field of the source."""
-    factory = resolve(target, sub("factory"), kind="factory")
-    kwargs = factory_kwargs(factory, config, sub, tiny)
-    try:
-        return factory(**kwargs)
-    except ZooError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
-        raise BuildError(f"factory {target} failed with this config: {_one_line(exc)}", sub("tiny_config" if tiny else "config")) from exc
+    return source.derive(parent, _request(source, loc, spec_dir or Path.cwd(), device="cpu", dtype=None,
+                                          allow_outside_paths=allow_outside))
 
 
 def build_model(
@@ -367,102 +195,23 @@ def build_model(
     allow_outside_paths: bool | None = None,
     hub_file_at: Path | None = None,
 ) -> Any:
-    """Build one model role from its source (the same path for shipped and tiny test checkpoints).
+    """Build one model role from its source (the same path for shipped and tiny test checkpoints): the kind's own
+    :meth:`~registry.sources.base.SourceKind.build` with this request.
 
     ``trust_remote_code`` and ``allow_outside_paths`` are the caller's consent; nothing in
     ``source`` can grant them (consent keys in ``config`` are refused by the schema and here).
     ``hub_file_at`` stands in for a ``source: zoo`` role's hub file (the conformance loading-path check)."""
-    loc = loc or Location()
-    sub = lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name)  # noqa: E731
-    want_dtype = _torch_dtype(dtype or source.dtype)
-    if isinstance(source, ZooSource):
-        obj = call_factory(source.factory, source.config, sub)
-        if source.weights is not None:
-            _load_weights(obj, source, spec_dir, sub, allow_outside_paths, hub_file_at)
-        return _place(apply_transform(obj, source, loc, spec_dir, allow_outside_paths), device, want_dtype)
-    if isinstance(source, TimmSource):
-        model = _build_timm(source, spec_dir=spec_dir, device=device, want_dtype=want_dtype, loc=loc, sub=sub,
-                            allow_outside=allow_outside_paths)
-        return apply_transform(model, source, loc, spec_dir, allow_outside_paths)
-    if isinstance(source, RoleSource):
-        raise BuildError(f"role derived from {source.from_role!r}: built by build_pipeline (derive_role)", loc)
-    assert isinstance(source, HubSource)
-    cls = library_class(source.source, source.model_class, loc)
-    if source.trust_remote_code and not trust_remote_code:
-        raise BuildError(
-            f"{source.id} needs remote code: pass trust_remote_code=True (the spec allows it; you must too)", loc
-        )
-    if source.trust_remote_code and remote_code_disabled():
-        raise BuildError(f"{source.id} needs remote code, which ZOO_DISABLE_REMOTE_CODE forbids", loc)
-    from . import hub
-
-    kwargs: dict[str, Any] = {}
-    if looks_remote(source.id or ""):  # a hub id: the HF cache at its revision, never a folder of that name here
-        if not hub.is_hub_id(source.id or ""):
-            raise BuildError(f"{source.id!r} is not a hub repository id (owner/name)", sub("id"))
-        try:
-            ref: Any = hub.snapshot(source.id or "", source.revision, subfolder=source.subfolder)
-        except Exception as exc:  # noqa: BLE001 - LocalEntryNotFoundError, HfHubHTTPError, ...: one line
-            at = f"{source.id}@{source.revision[:12] if source.revision else '(unpinned)'}"
-            if offline():
-                raise BuildError(f"{at} is not in the local HF cache (offline: HF_HUB_OFFLINE is set)", sub("id")) from None
-            raise BuildError(f"could not fetch {at}: {_one_line(exc)}", sub("id")) from None
-    else:
-        ref = local_path(source.id or "", spec_dir, sub("id"), allow_outside_paths, "local model")
-        check_folder_links(ref, spec_dir, sub("id"), allow_outside_paths, "local model")
-    if source.subfolder:
-        kwargs["subfolder"] = source.subfolder
-    is_model = _is_model_class(cls)
-    if want_dtype is not None and is_model:
-        params = inspect.signature(cls.from_pretrained).parameters
-        kwargs["torch_dtype" if source.source == "diffusers" and "dtype" not in params else "dtype"] = want_dtype
-    if multi_gpu and is_model:
-        kwargs["device_map"] = "auto"
-    try:
-        model = hub.load_pretrained(cls, ref, trust_remote_code=bool(source.trust_remote_code and trust_remote_code), **kwargs)
-    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, SafetensorError, ...: one line
-        msg = " ".join(str(exc).split())[:300]
-        where = "offline (HF_HUB_OFFLINE is set) " if offline() else ""
-        raise BuildError(f"could not load {source.id} {where}with {source.model_class}: {msg}", loc) from None
-    if source.adapters:
-        from .weights import load_adapters
-
-        model = load_adapters(model, list(source.adapters), source.source, spec_dir, loc, allow_outside_paths)
-    model = apply_transform(model, source, loc, spec_dir, allow_outside_paths)
-    return model if (multi_gpu or not is_model) else _place(model, device, None)
+    return source.build(_request(source, loc or Location(), spec_dir, device=device, dtype=_torch_dtype(dtype or getattr(source, "dtype", None)),
+                                 trust_remote_code=trust_remote_code, multi_gpu=multi_gpu,
+                                 allow_outside_paths=allow_outside_paths, hub_file_at=hub_file_at))
 
 
-#: timm keyword arguments that never reach ``create_model`` from a spec, whatever the schema says.
-_TIMM_FORBIDDEN = ("checkpoint_path", "pretrained_cfg", "pretrained_cfg_overlay", "cache_dir")
-
-
-def _build_timm(source: TimmSource, *, spec_dir: Path, device: str, want_dtype: Any, loc: Location, sub: Any,
-                allow_outside: bool | None = None) -> Any:
-    """``timm.create_model`` with architecture kwargs only; local weights through the same strict
-    safetensors loader as zoo factories; ``pretrained: true`` refused offline (it downloads)."""
-    from .spec import TIMM_KWARGS
-
-    bad = sorted(k for k in source.kwargs if k not in TIMM_KWARGS or k in _TIMM_FORBIDDEN)
-    if bad:
-        raise ParamError(f"timm kwargs {', '.join(bad)} are not allowed (allowed: {', '.join(sorted(TIMM_KWARGS))})", sub("kwargs"))
-    if source.pretrained and offline():
-        raise BuildError(f"timm pretrained weights for {source.model_name!r} must be downloaded, but HF_HUB_OFFLINE is set; "
-                         "ship local weights with their sha256 instead", sub("pretrained"))
-    from .hub import create_timm_model
-
-    try:
-        model = create_timm_model(source.model_name, pretrained=source.pretrained, **source.kwargs)
-    except Exception as exc:  # noqa: BLE001 - timm raises many types; report one line
-        raise BuildError(f"timm could not create {source.model_name!r}: {_one_line(exc)}", loc) from None
-    if source.weights is not None:
-        from .weights import read_state
-
-        path = local_path(source.weights, spec_dir, sub("weights"), allow_outside, "weights")
-        if source.sha256 is None:
-            raise BuildError("local weights need their sha256", sub("sha256"))
-        state = read_state(path, source.sha256, sub("weights"), sub("sha256"))
-        load_state_strict(_in_declared_dtype(model, state, source.dtype), state, path.name, sub("weights"), source.allow_nonfinite)
-    return _place(model, device, want_dtype)
+def _request(source: ModelSource, loc: Location, spec_dir: Path, **kwargs: Any) -> BuildRequest:
+    """The :class:`~registry.sources.base.BuildRequest` for ``source`` at ``loc``: its fields located in the spec
+    file, its transform applied by :func:`apply_transform`."""
+    return BuildRequest(spec_dir=spec_dir, loc=loc,
+                        transform=lambda model: apply_transform(model, source, loc, spec_dir, kwargs.get("allow_outside_paths")),
+                        sub=lambda name: locate(loc.file, f"{loc.field}.{name}" if loc.field else name), **kwargs)
 
 
 # ----------------------------------------------------------------------------- procedures
@@ -683,9 +432,9 @@ def build_models(spec: Spec, *, file: str | Path | None, variant: str, device: s
             if r in needed:
                 continue
             needed.add(r)
-            src = spec.models[r].variants[variant]
-            if isinstance(src, RoleSource) and src.from_spec is None:
-                stack.append(src.from_role)
+            parent_role = spec.models[r].variants[variant].derived_from()
+            if parent_role is not None:
+                stack.append(parent_role)
         order = [r for r in order if r in needed]
     multi_gpu = spec.hardware[variant].gpus > 1
     models: dict[str, Any] = {}
@@ -695,19 +444,20 @@ def build_models(spec: Spec, *, file: str | Path | None, variant: str, device: s
         loc = locate(fname, f"models.{role}.variants.{variant}")
         parent: tuple[Any, ...] = ()
         parent_obj: Any = None
-        if isinstance(source, RoleSource):
-            if source.from_spec is not None:
-                parent_obj, parent_key = _foreign_role(spec, source, variant, device, dtype, loc, trust_remote_code, use_cache,
-                                                       allow_outside_paths, (*_chain, spec.name))
-            else:
-                parent_obj, parent_key = models[source.from_role], keys[source.from_role]
+        derived = source.derived_from() is not None or source.foreign() is not None
+        if source.foreign() is not None:
+            parent_obj, parent_key = _foreign_role(spec, source, variant, device, dtype, loc, trust_remote_code, use_cache,
+                                                   allow_outside_paths, (*_chain, spec.name))
+            parent = (parent_key,)
+        elif derived:
+            parent_obj, parent_key = models[source.derived_from()], keys[source.derived_from()]
             parent = (parent_key,)
         key = (fname, spec.name, role, variant, device, dtype, source.model_dump_json(), *parent)
         keys[role] = key
         with _cache_lock:
             cached = _cache.get(key) if use_cache else None
         if cached is None:
-            if isinstance(source, RoleSource):
+            if derived:
                 cached = derive_role(parent_obj, source, loc=loc, spec_dir=spec_dir, allow_outside=allow_outside_paths)
             else:
                 cached = build_model(source, spec_dir=source_dir(fname, role, variant, spec_dir), device=device, dtype=dtype,
@@ -748,16 +498,18 @@ def spec_by_name(name: str, loc: Location) -> tuple[Spec, Path]:
     return other, path
 
 
-def _foreign_role(spec: Spec, source: RoleSource, variant: str, device: str, dtype: str | None, loc: Location,
+def _foreign_role(spec: Spec, source: ModelSource, variant: str, device: str, dtype: str | None, loc: Location,
                   trust_remote_code: bool, use_cache: bool, allow_outside_paths: bool | None,
                   chain: tuple[str, ...]) -> tuple[Any, tuple[Any, ...]]:
-    """``(model, cache key)`` of role ``from_role`` of spec ``from_spec`` at ``from_variant`` (default: ``variant``)."""
-    assert source.from_spec is not None
-    if source.from_spec in chain:
-        raise BuildError(f"from_spec cycle: {' -> '.join((*chain, source.from_spec))}", locate(loc.file, f"{loc.field}.from_spec"))
-    other, other_file = spec_by_name(source.from_spec, locate(loc.file, f"{loc.field}.from_spec"))
-    v = source.from_variant or variant
-    role = source.from_role
+    """``(model, cache key)`` of role ``from_role`` of spec ``from_spec`` at ``from_variant`` (default: ``variant``):
+    the source's :meth:`~registry.sources.base.SourceKind.foreign` reference."""
+    ref = source.foreign()
+    assert ref is not None
+    from_spec, role, from_variant = ref
+    if from_spec in chain:
+        raise BuildError(f"from_spec cycle: {' -> '.join((*chain, from_spec))}", locate(loc.file, f"{loc.field}.from_spec"))
+    other, other_file = spec_by_name(from_spec, locate(loc.file, f"{loc.field}.from_spec"))
+    v = from_variant or variant
     if role not in other.models or v not in other.models[role].variants:
         raise BuildError(f"spec {other.name!r} has no role {role!r} with a {v} variant "
                          f"(roles of {v}: {', '.join(other.roles_of(v)) if v in other.variants else 'none: no such variant'})",

@@ -94,7 +94,8 @@ def _fingerprint() -> str:
 
     here = Path(__file__).parent
     h = hashlib.sha1()
-    for name in ("spec.py", "loader.py", "files.py", "catalog.py"):
+    for name in ("schema.py", "spec.py", "loader.py", "files.py", "catalog.py", *sorted(
+            f"sources/{p.name}" for p in (here / "sources").glob("*.py"))):
         h.update((here / name).read_bytes())
     h.update(os.environ.get("ZOO_SPEC_ROOT", "").encode("utf-8", "replace"))  # it changes what loads
     return h.hexdigest()[:16]

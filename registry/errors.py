@@ -131,3 +131,7 @@ def validation_error(exc: Any, model: type, where: Any, from_caller: set[str] | 
 def one_line_import_error(exc: BaseException) -> str:
     """``Type: message`` of an import-time failure, on one line and short."""
     return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
+class Skipped(Exception):
+    """A check that cannot run here; reported as SKIP with its reason, never as a pass."""

@@ -5,7 +5,10 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .spec import HardwareTarget
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the schema imports nothing of this module's layer
+    from .spec import HardwareTarget
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .hardware import offline
-from .spec import HUB_ID_RE, is_hub_id  # noqa: F401 - re-exported: the pattern lives with the schema that validates it
+from .schema import HUB_ID_RE, is_hub_id  # noqa: F401 - re-exported: the pattern lives with the schema that validates it
 
 #: What a snapshot never fetches: pickle-based and foreign-framework weights (transformers and
 #: diffusers load safetensors from these folders; ``.bin``/``.pt`` would go through ``torch.load``).

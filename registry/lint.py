@@ -9,11 +9,13 @@ for a package without an index, ``resolve=True`` imports it to check registratio
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .errors import ResolveError, SpecError
 from .loader import locate, origin_dir, source_dir, spec_roots, within
 from .resolve import allowed_packages
-from .spec import HubSource, RoleSource, Spec, TimmSource, ZooSource
+from .sources import LintRequest
+from .spec import Spec
 
 
 def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecError]:
@@ -91,7 +93,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         except (ParamError, BuildError) as exc:
             errors.append(SpecError(exc.message, exc.location))
 
-    def tiny_config(src: ZooSource, field: str) -> None:
+    def tiny_config(src: Any, field: str) -> None:
         """A package without a static index: ``tiny_config`` (merged over ``config``) through the imported
         factory's params model, as the conformance loading-path check will build it."""
         from .build import factory_kwargs
@@ -129,70 +131,46 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             errors.append(SpecError(why, locate(file, "docs")))
     for tname, entry in spec.training.items():
         params(target(entry.trainer, f"training.{tname}.trainer", "trainer"), entry.params, f"training.{tname}.params")
+    def library_has(library: str, name: str) -> Any:
+        from .static import library_has as has
+
+        return has(library, name)
+
+    def local_file(field: str, sha_field: str, base: Path, rel: str, sha256: str | None, what: str) -> None:
+        """A file the spec ships: inside its tree (never hash files outside), present, hashing as declared."""
+        from .weights import sha256_file
+
+        path = base / rel
+        if not any(within(root, path) for root in (*spec_roots(file), base.resolve())):
+            errors.append(SpecError(f"{what} {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)",
+                                    locate(file, field)))
+        elif not path.is_file():
+            errors.append(SpecError(f"{what} {path} does not exist", locate(file, field)))
+        elif sha256 is not None and sha256_file(path) != sha256:
+            errors.append(SpecError(f"sha256 mismatch for {path.name}: file has {sha256_file(path)}",
+                                    locate(file, sha_field)))
+
     for role, model in spec.models.items():
         for variant, src in model.variants.items():
             field = f"models.{role}.variants.{variant}"
-            if isinstance(src, ZooSource):
-                factory_entry = target(src.factory, f"{field}.factory", "factory")
-                params(factory_entry, src.config or {}, f"{field}.config")
-                if src.tiny_config is not None:
-                    params(factory_entry, src.tiny_config, f"{field}.tiny_config")
-                    if resolve and factory_entry is None:
-                        tiny_config(src, field)
-                target(src.convert, f"{field}.convert", "converter")
-            tcfg = {**getattr(src, "transform_config", {}),  # a {file:, sha256:} value reaches the transform as a path
-                    **{key: ref.file for key, ref in (src.config_files().items() if hasattr(src, "config_files") else ())}}
-            call_params(getattr(src, "transform", None), tcfg, f"{field}.transform_config", "transform")
-            if isinstance(src, HubSource) and src.model_class:
-                from .static import library_has
-
-                known = library_has(src.source, src.model_class)
-                if known is not None and not known[0]:
-                    hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
-                    errors.append(SpecError(f"{src.source} has no class {src.model_class!r}{hint}", locate(file, f"{field}.model_class")))
-            if isinstance(src, TimmSource):
-                from .static import library_has
-
-                known = library_has("timm", src.model_name)
-                if known is not None and not known[0]:
-                    hint = f"; did you mean {known[1][0]!r}?" if known[1] else ""
-                    errors.append(SpecError(f"timm has no model {src.model_name!r}{hint}", locate(file, f"{field}.model_name")))
+            src.lint(LintRequest(field=field, role=role, variant=variant, resolve=resolve,
+                                 problem=lambda at, msg: errors.append(SpecError(msg, locate(file, at))),
+                                 target=target, params=params, library_has=library_has,
+                                 foreign_problem=foreign_role_problem, tiny_config=tiny_config))
+            tcfg = {**src.transform_config,  # a {file:, sha256:} value reaches the transform as a path
+                    **{key: ref.file for key, ref in src.config_files().items()}}
+            call_params(src.transform, tcfg, f"{field}.transform_config", "transform")
             for key, ref in src.config_files().items():
                 at = ("models", role, "variants", variant, "transform_config", key, "file")
-                path = origin_dir(file, at, Path(file).parent) / ref.file
-                here = locate(file, ".".join(at[:-1]))
-                if not any(within(root, path) for root in (*spec_roots(file), origin_dir(file, at, Path(file).parent).resolve())):
-                    errors.append(SpecError(f"file {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)", here))
-                elif not path.is_file():
-                    errors.append(SpecError(f"file {path} does not exist", here))
-                else:
-                    from .build import sha256_file
-
-                    if sha256_file(path) != ref.sha256:
-                        errors.append(SpecError(f"sha256 mismatch for {path.name}: file has {sha256_file(path)}",
-                                                locate(file, ".".join(at[:-1]) + ".sha256")))
-            if isinstance(src, RoleSource) and src.from_spec is not None:
-                problem = foreign_role_problem(src, variant)
-                if problem:
-                    errors.append(SpecError(problem, locate(file, f"{field}.from_spec")))
-            if isinstance(src, (ZooSource, TimmSource)) and isinstance(src.weights, str):
-                from .build import sha256_file
-
-                base = source_dir(file, role, variant, Path(file).parent)  # inherited: the parent's folder
-                path = base / src.weights
-                if not any(within(root, path) for root in (*spec_roots(file), base.resolve())):  # never hash files outside
-                    errors.append(SpecError(f"weights file {path} is outside the spec's folder tree (ZOO_SPEC_ROOT allows more)",
-                                            locate(file, f"{field}.weights")))
-                elif not path.is_file():
-                    errors.append(SpecError(f"weights file {path} does not exist", locate(file, f"{field}.weights")))
-                elif src.sha256 is not None and sha256_file(path) != src.sha256:
-                    errors.append(SpecError(
-                        f"sha256 mismatch for {path.name}: file has {sha256_file(path)}", locate(file, f"{field}.sha256")
-                    ))
+                local_file(".".join(at[:-1]), ".".join(at[:-1]) + ".sha256", origin_dir(file, at, Path(file).parent), ref.file,
+                           ref.sha256, "file")
+            base = source_dir(file, role, variant, Path(file).parent)  # inherited: the parent's folder
+            for fname, (rel, sha) in src.local_files().items():
+                local_file(f"{field}.{fname}", f"{field}.sha256", base, rel, sha, f"{fname} file")
     return errors
 
 
-def foreign_role_problem(src: RoleSource, variant: str) -> str | None:
+def foreign_role_problem(src: Any, variant: str) -> str | None:
     """Why a ``from_spec`` role cannot be built (no such catalogued spec, no such role or variant), or None;
     reads the named spec's YAML only (no validation of it, no import)."""
     from .errors import SpecError as _SpecError

@@ -29,6 +29,7 @@ from .errors import Location, SpecError, SpecErrors
 from .discovery import source_files, spec_sources
 from .files import MAX_FILE_BYTES, _digest, file_digest, read_spec_bytes, within  # noqa: F401 - within, file_digest re-exported
 from .limits import EXTENDS_CHAIN
+from . import sources
 from .spec import Spec
 
 try:  # the C loader is several times faster for listing many specs
@@ -461,11 +462,24 @@ def validation_errors(doc: Document, exc: ValidationError) -> list[SpecError]:
 def validate_document(doc: Document) -> Spec:
     if not isinstance(doc.data, dict):
         raise SpecError("a spec must be a YAML mapping of fields", doc.location(()))
+    sources.ensure_tags(_source_tags(doc.data))  # a tag no kind answers to: installed `zoo.sources` kinds, once
     try:
         return Spec.model_validate(doc.data)
     except ValidationError as exc:
         errs = validation_errors(doc, exc)
         raise SpecErrors(errs) from None
+
+
+def _source_tags(data: dict[str, Any]) -> set[str]:
+    """The ``source:`` tags a spec's model roles use (strings only; anything else is left to the schema)."""
+    models = data.get("models")
+    tags = set()
+    for model in models.values() if isinstance(models, dict) else ():
+        variants = model.get("variants") if isinstance(model, dict) else None
+        for src in variants.values() if isinstance(variants, dict) else ():
+            if isinstance(src, dict) and isinstance(src.get("source"), str):
+                tags.add(src["source"])
+    return tags
 
 
 _DOCUMENTS: dict[str, Document] = {}

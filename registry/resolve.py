@@ -30,7 +30,7 @@ from typing import Any
 
 from . import contract
 from .errors import Location, ResolveError, one_line_import_error  # noqa: F401 - re-exported
-from .spec import TARGET_RE
+from .schema import TARGET_RE
 
 _lock = threading.Lock()
 _allowed: set[str] = set()

@@ -32,7 +32,9 @@ from pydantic import Field, ValidationError, field_validator
 
 from .errors import BuildError, Location, ParamError, SpecError, ZooError
 from .files import folder_in_place
-from .spec import DTYPE_NAMES, NAME_RE, SHA256_RE, DType, HubSource, RoleSource, Strict, TimmSource, ZooSource
+from .schema import NAME_RE, SHA256_RE, DType, Strict
+from .sources.base import SaveRequest
+from .schema import DTYPE_NAMES
 
 if TYPE_CHECKING:
     from .build import Pipeline
@@ -166,53 +168,29 @@ def _saved_spec(pipe: "Pipeline", folder: Path, name: str, replace: dict[str, An
 
 
 def _saved_source(role: str, src: Any, obj: Any, replacement: Any, folder: Path) -> dict[str, Any]:
-    """The saved folder's source of one role, writing its files under ``folder``."""
+    """The saved folder's source of one role, writing its files under ``folder``: the kind's own
+    :meth:`~registry.sources.base.SourceKind.saved`."""
     from .weights import save_state
 
-    where = Location(field=f"models.{role}")
     keep = {k: v for k, v in src.model_dump(mode="json", exclude_defaults=True).items() if k in ("transform", "transform_config")}
-    if isinstance(src, RoleSource):
-        if replacement is not None:
-            raise ParamError(f"role {role!r} is derived from {src.from_role!r} (source: role); replace {src.from_role!r} instead",
-                             Location(field="replace"))
-        return src.model_dump(mode="json", exclude_defaults=True)
-    if isinstance(src, HubSource):
-        if replacement is not None:
-            raise ParamError(f"role {role!r} is loaded with from_pretrained; replace takes factory-built or timm roles only",
-                             Location(field="replace"))
-        if src.trust_remote_code:
-            raise BuildError(f"role {role!r} runs the model repository's code (trust_remote_code); a saved pipeline holds no code", where)
-        if src.adapters:
-            raise BuildError(f"role {role!r} carries peft adapters, which save_pretrained does not write yet; "
-                             "merge them into the model first", where)
-        if not callable(getattr(obj, "save_pretrained", None)):
-            raise BuildError(f"role {role!r} ({type(obj).__name__}) has no save_pretrained", where)
-        obj.save_pretrained(str(folder / "models" / role))
-        out: dict[str, Any] = {"source": src.source, "model_class": src.model_class, "id": f"./models/{role}"}
-        dtype = _float_dtype(_state(obj, role, strict=False))
+
+    def write_state() -> dict[str, Any]:
+        state = _state(obj if replacement is None else replacement, role)
+        if not state:
+            if replacement is not None:
+                raise ParamError(f"replace: the value for {role!r} holds no tensors", Location(field="replace"))
+            return {}
+        rel = f"weights/{role}.safetensors"
+        (folder / "weights").mkdir(exist_ok=True)
+        save_state(state, folder / rel)
+        out = {"weights": rel, "sha256": _sha256(folder / rel)}
+        dtype = _float_dtype(state)
         if dtype is not None:
             out["dtype"] = dtype
-        return {**out, **keep}
-    assert isinstance(src, (ZooSource, TimmSource))
-    state = _state(obj if replacement is None else replacement, role)
-    if not state:  # nothing to save (an analytic model, a tokenizer object): the source rebuilds it as declared
-        if replacement is not None:
-            raise ParamError(f"replace: the value for {role!r} holds no tensors", Location(field="replace"))
-        return src.model_dump(mode="json", exclude_defaults=True)
-    rel = f"weights/{role}.safetensors"
-    (folder / "weights").mkdir(exist_ok=True)
-    save_state(state, folder / rel)
-    out = {"weights": rel, "sha256": _sha256(folder / rel)}
-    dtype = _float_dtype(state)
-    if dtype is not None:
-        out["dtype"] = dtype
-    if src.allow_nonfinite:
-        out["allow_nonfinite"] = True
-    if isinstance(src, ZooSource):
-        head = {"source": "zoo", "factory": src.factory, **({"config": dict(src.config)} if src.config else {})}
-    else:
-        head = {"source": "timm", "model_name": src.model_name, **({"kwargs": dict(src.kwargs)} if src.kwargs else {})}
-    return {**head, **out, **keep}
+        return out
+
+    return src.saved(SaveRequest(role=role, obj=obj, replacement=replacement, keep=keep, folder=folder, write_state=write_state,
+                                 float_dtype=lambda o: _float_dtype(_state(o, role, strict=False))))
 
 
 def _state(obj: Any, role: str, strict: bool = True) -> dict[str, Any]:
@@ -250,8 +228,8 @@ def _verify_round_trip(pipe: "Pipeline", folder: Path, replace: dict[str, Any]) 
     loaded = pipe.ctx.load_saved(folder, device=pipe.device, use_cache=False)  # the builder is above this module
     replaced_tree = set(replace)
     for role in pipe.spec.build_order(pipe.variant):  # roles derived from a replaced role are re-derived: skip them
-        src = pipe.spec.models[role].variants[pipe.variant]
-        if isinstance(src, RoleSource) and src.from_role in replaced_tree:
+        parent = pipe.spec.models[role].variants[pipe.variant].derived_from()
+        if parent is not None and parent in replaced_tree:
             replaced_tree.add(role)
     for role, obj in pipe.models.items():
         if role in replaced_tree and role not in replace:

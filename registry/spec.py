@@ -1,480 +1,34 @@
 """The spec schema: Pydantic v2 models, strict, ``extra="forbid"``, frozen.
 
 A spec is data. Code is named only by ``"package.module:attr"`` strings, resolved later by
-:mod:`registry.resolve` against an allowlist. ``zoo schema`` exports :func:`json_schema`.
+:mod:`registry.resolve` against an allowlist. ``zoo schema`` exports :func:`json_schema`. The schema's atoms
+live in :mod:`registry.schema` and the model source kinds in :mod:`registry.sources` (both re-exported here);
+:data:`ModelSource` is the union of the registered kinds, rebuilt when a kind is registered.
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
-NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
-TARGET_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
-MODULE_RE = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
-SHA256_RE = r"^[0-9a-f]{64}$"
-WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt")
-REVISION_RE = r"^[0-9a-f]{40}$"
-#: A hub repository id as ``huggingface_hub.utils.validate_repo_id`` accepts it: ``name`` or ``owner/name`` of
-#: ``[A-Za-z0-9_.-]``, not starting or ending with ``-``/``.``, no ``--`` or ``..``, at most 96 characters.
-HUB_ID_RE = r"^(?!.*(?:--|\.\.))(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?/)?[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$"
-HUB_ID_MAX = 96
-#: A distribution name (PEP 508 / PEP 503), the keys of ``requires``.
-PACKAGE_RE = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"
+from . import sources
+from .schema import *  # noqa: F401,F403 - the atoms are part of this module's public surface
+from .schema import (MODULE_RE, NAME_RE, PACKAGE_RE, SHA256_RE, TARGET_RE, Accelerator, ConsentFree, DType, Name, Paper,
+                     Strict, Target, _requirements, normalized_file)
+from .sources import HubSource, RoleSource, SourceKind, TimmSource, ZooSource  # noqa: F401 - re-exported
+from .sources.timm import TIMM_KWARGS  # noqa: F401 - re-exported
 
 
-def is_hub_id(ref: Any) -> bool:
-    """Whether ``ref`` is a valid hub repository id (:data:`HUB_ID_RE`)."""
-    import re
+def _source_union() -> Any:
+    kinds = sources.kinds()
+    inner = kinds[0] if len(kinds) == 1 else Union[tuple(kinds)]  # noqa: UP007 - a runtime-built union
+    return Annotated[inner, Field(discriminator="source")]
 
-    return isinstance(ref, str) and len(ref) <= HUB_ID_MAX and re.fullmatch(HUB_ID_RE, ref) is not None
 
+#: Every registered source kind, discriminated by its ``source:`` tag (see :func:`registry.sources.register`).
+ModelSource = _source_union()
 
-def _hub_id(value: str | None) -> str | None:
-    """Validator of a ``hub:`` field: a hub repository id."""
-    if value is not None and not is_hub_id(value):
-        raise ValueError(f"expected a hub repository id (owner/name: letters, digits, _ . -), got {value[:100]!r}")
-    return value
-
-
-HubId = Annotated[str, AfterValidator(_hub_id)]
-
-
-def _requirements(value: dict[str, str]) -> dict[str, str]:
-    """Validator of ``requires``: each key a distribution name, each value a version specifier (PEP 440), so that
-    together they are a plain PEP 508 requirement (no extras, markers or URLs)."""
-    import re
-
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    for name, spec in value.items():
-        if not re.fullmatch(PACKAGE_RE, name):
-            raise ValueError(f"{name[:100]!r} is not a package name (PEP 508: letters, digits, . _ -)")
-        try:
-            SpecifierSet(spec)
-            req = Requirement(f"{name}{spec}")
-        except (InvalidSpecifier, InvalidRequirement):
-            raise ValueError(f"{name}: {spec[:100]!r} is not a version specifier (e.g. \">=1.2,<2\")") from None
-        if req.url or req.marker or req.extras:
-            raise ValueError(f"{name}: {spec[:100]!r} must be a version specifier only")
-    return value
-
-Name = Annotated[str, Field(pattern=NAME_RE, description="kebab-case identifier")]
-Target = Annotated[str, Field(pattern=TARGET_RE, description='"package.module:attr", resolved against the allowlist')]
-DType = Literal["float32", "float16", "bfloat16", "float64"]
-#: the dtype names a spec declares (``hardware.<variant>.dtypes``) and a caller may ask for
-DTYPE_NAMES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
-Accelerator = Literal["cpu", "cuda", "mps", "any"]
-
-
-#: Keys that grant consent or switch a loader to code/pickle/network. A spec can never pass them to
-#: code (factory ``config``, procedure ``params``, metric ``check_params``, timm ``kwargs``): consent
-#: comes from the caller (``trust_remote_code=True``), never from the spec's own arguments.
-CONSENT_KEYS = frozenset({
-    "trust_remote_code", "allow_remote_code", "remote_code", "weights_only", "allow_pickle", "use_safetensors",
-    "local_files_only", "allow_unpinned", "use_auth_token", "custom_pipeline", "custom_pipelines",
-    "auto_map", "code_revision", "checkpoint_path", "pretrained_cfg_overlay", "pretrained_cfg", "cache_dir",
-    "force_download", "proxies",
-})
-#: Keys of a ``tiny.config`` that would make transformers/diffusers import code: ``auto_map``
-#: (transformers' remote code), ``custom_pipeline(s)`` (diffusers' community code), the
-#: ``*_class``/``*_class_name`` keys that name a class to import (``tokenizer_class``,
-#: ``processor_class``, diffusers' ``_class_name``) and ``architectures``.
-CODE_KEY_SUFFIXES = ("_class", "_class_name", "auto_map", "custom_pipeline", "custom_pipelines")
-CODE_KEYS = frozenset({"architectures", "auto_map", "custom_pipeline", "custom_pipelines", "_name_or_path"})
-
-
-def _walk_keys(value: Any, path: str = "") -> list[tuple[str, str]]:
-    """``(dotted path, key)`` of every mapping key at any depth of ``value``."""
-    out: list[tuple[str, str]] = []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            p = f"{path}.{k}" if path else str(k)
-            out.append((p, str(k)))
-            out.extend(_walk_keys(v, p))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_walk_keys(v, f"{path}.{i}" if path else str(i)))
-    return out
-
-
-def refuse_consent_keys(value: Any) -> Any:
-    """Validator: no consent/loader-switch key (:data:`CONSENT_KEYS`) at any depth."""
-    for path, key in _walk_keys(value):
-        if key.lower() in CONSENT_KEYS:
-            raise ValueError(
-                f"{path}: {key!r} cannot be set by a spec (consent comes from the caller, e.g. "
-                f"zoo.load(..., trust_remote_code=True), and only for a hub source that declares it)"
-            )
-    return value
-
-
-def refuse_code_keys(value: Any) -> Any:
-    """Validator of ``tiny.config``: no key that points transformers/diffusers at code."""
-    refuse_consent_keys(value)
-    for path, key in _walk_keys(value):
-        k = key.lower()
-        if k in CODE_KEYS or k.endswith(CODE_KEY_SUFFIXES):
-            raise ValueError(f"{path}: {key!r} points at code; a tiny checkpoint is plain config only")
-    return value
-
-
-def tiny_sizes(value: Any) -> Any:
-    """Validator of ``tiny.config``: every integer within :data:`registry.limits.TINY_CONFIG_INT`, lists,
-    strings and entries within the default caps (the product is bounded when the checkpoint is built)."""
-    from .limits import TINY_CONFIG_INT, check_tree
-
-    check_tree(value, "", ints=TINY_CONFIG_INT)
-    return value
-
-
-ConsentFree = Annotated[dict[str, Any], AfterValidator(refuse_consent_keys)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class Paper(Strict):
-    venue: str
-    arxiv: str | None = Field(None, pattern=r"^\d{4}\.\d{4,5}(v\d+)?$")
-    code: str | None = Field(None, pattern=r"^https?://")
-    url: str | None = Field(None, pattern=r"^https?://")
-    authors: list[str] = []
-
-
-class TinyCheckpoint(Strict):
-    """How the conformance harness makes a tiny local checkpoint of the same model type, so the
-    ``full`` variant's loading path can be tested offline (``save_pretrained`` then the same builder)."""
-
-    config: Annotated[dict[str, Any], AfterValidator(refuse_code_keys), AfterValidator(tiny_sizes)] = Field(
-        description="kwargs of the config (transformers: must contain model_type); keys that point at code "
-        "(auto_map, *_class, custom_pipelines, ...) are refused; integers at most 65536 and at most 20M parameters "
-        "in all (registry.limits)"
-    )
-    model_class: str | None = Field(
-        None, description="class used to create the tiny model, when it differs from the loading class"
-    )
-
-
-def normalized_file(rel: str) -> str:
-    """A spec-relative file name as the spec's declarations are compared (``./weights//x`` -> ``weights/x``)."""
-    import posixpath
-
-    return posixpath.normpath(rel.replace("\\", "/"))
-
-
-class SpecFile(Strict):
-    """A file shipped beside the spec, as a value of ``transform_config``: the engine resolves it against the
-    spec file that wrote it (inside that file's folder tree), verifies its sha256 exactly like ``weights:``, and
-    calls the transform with the verified absolute :class:`pathlib.Path` in its place."""
-
-    doc_example: ClassVar[str] = """
-transform_config: {packed: {file: weights/my-method-packed.safetensors, sha256: <64-hex>}, bits: 4}
-"""
-
-    file: str = Field(description="path relative to the spec file (inside its folder tree)")
-    sha256: str = Field(pattern=SHA256_RE, description="sha256 of the file; the engine refuses any other bytes")
-
-    @field_validator("file")
-    @classmethod
-    def _relative(cls, v: str) -> str:
-        if not v or v.startswith(("/", "~")) or ".." in v.replace("\\", "/").split("/"):
-            raise ValueError(f"expected a path relative to the spec file without '..', got {v!r}")
-        return v
-
-
-class Transformable(Strict):
-    """Fields every source shares: a post-load transform (see docs/writing-a-method.md)."""
-
-    transform: Target | None = Field(
-        None, description='"pkg.module:fn" registered as a transform, called as fn(model, **transform_config) after loading; returns the model (or None: changed in place)'
-    )
-    transform_config: ConsentFree = Field(
-        {}, description="keyword arguments of the transform, validated against its params model (consent keys "
-        "refused); a value {file: <relative path>, sha256: <64-hex>} is a shipped file (SpecFile): resolved and "
-        "verified like weights:, passed as a pathlib.Path"
-    )
-
-    @model_validator(mode="after")
-    def _transform_config(self) -> "Transformable":
-        if self.transform_config and self.transform is None:
-            raise ValueError("transform_config: given without a transform")
-        for key, value in self.transform_config.items():
-            if isinstance(value, dict) and "file" in value:
-                try:
-                    SpecFile.model_validate(value)
-                except ValidationError as exc:
-                    err = exc.errors(include_url=False)[0]
-                    where = ".".join(str(p) for p in err["loc"])
-                    msg = err["msg"].removeprefix("Value error, ")
-                    raise ValueError(f"transform_config.{key}{'.' + where if where else ''}: {msg} "
-                                     "(a file entry is {file: <relative path>, sha256: <64-hex>})") from None
-        return self
-
-    def config_files(self) -> dict[str, SpecFile]:
-        """The ``transform_config`` entries that are shipped files, by key."""
-        return {k: SpecFile.model_validate(v) for k, v in self.transform_config.items() if isinstance(v, dict) and "file" in v}
-
-
-class HubFile(Strict):
-    """One weights file inside a hub repository, fetched with ``huggingface_hub.hf_hub_download``
-    (``local_files_only`` when offline) and verified against its sha256."""
-
-    doc_example: ClassVar[str] = """
-weights: {hub: owner/repo, revision: 0123456789abcdef0123456789abcdef01234567,
-          filename: ckpt/model_ema.pt, sha256: <64-hex>}
-convert: "my_plugin.convert:from_upstream"   # @registry.contract.converter(inverse=...)
-"""
-
-    hub: HubId = Field(description="hub repository id, e.g. owner/repo")
-    revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit")
-    filename: str = Field(description="path of the file inside the repository (.safetensors, .pt, .pth, .ckpt)")
-    sha256: str | None = Field(None, pattern=SHA256_RE)
-    repo_type: Literal["model", "dataset", "space"] = "model"
-    allow_unpinned: bool = Field(
-        False, description="accept a file whose revision and sha256 could not be pinned (the default branch, unverified); "
-        "say why in a comment"
-    )
-
-    @model_validator(mode="after")
-    def _pinned(self) -> "HubFile":
-        missing = [k for k in ("revision", "sha256") if getattr(self, k) is None]
-        if missing and not self.allow_unpinned:
-            raise ValueError(f"{'/'.join(missing)}: a hub file needs a pinned 40-hex revision and its sha256 (or allow_unpinned: true)")
-        return self
-
-    @field_validator("filename")
-    @classmethod
-    def _format(cls, v: str) -> str:
-        if not v.endswith(WEIGHT_SUFFIXES) or v.startswith("/") or ".." in v.split("/"):
-            raise ValueError(f"expected a relative path ending in {', '.join(WEIGHT_SUFFIXES)}, got {v!r}")
-        return v
-
-
-class Adapter(Strict):
-    """A PEFT adapter (e.g. LoRA) loaded onto a transformers/diffusers model with peft."""
-
-    doc_example: ClassVar[str] = """
-adapters:
-  - {hub: owner/style-lora, revision: <40-hex>, weight_name: adapter_model.safetensors,
-     adapter_name: style, sha256: <64-hex>}
-  - {path: adapters/mine, adapter_name: mine, sha256: <64-hex>}   # relative to the spec file
-"""
-
-    hub: HubId | None = Field(None, description="hub repository id of the adapter (needs revision)")
-    path: str | None = Field(None, description="local adapter folder, relative to the spec file")
-    revision: str | None = Field(None, pattern=REVISION_RE)
-    weight_name: str = Field("adapter_model.safetensors", description="the adapter's weights file (safetensors)")
-    adapter_name: str = Field("default", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-    sha256: str = Field(pattern=SHA256_RE, description="sha256 of the weights file")
-
-    @model_validator(mode="after")
-    def _where(self) -> "Adapter":
-        if (self.hub is None) == (self.path is None):
-            raise ValueError("give exactly one of hub or path")
-        if self.hub is not None and self.revision is None:
-            raise ValueError(f"revision: adapter {self.hub!r} needs a pinned 40-hex revision")
-        if not self.weight_name.endswith(".safetensors") or "/" in self.weight_name:
-            raise ValueError("weight_name: adapters load from a .safetensors file name only")
-        return self
-
-
-class HubSource(Transformable):
-    """A model role loaded with ``from_pretrained`` from transformers or diffusers
-    (also tokenizers and processors: ``model_class: AutoTokenizer``)."""
-
-    doc_example: ClassVar[str] = """
-lm: {source: transformers, model_class: AutoModelForCausalLM, id: Qwen/Qwen2.5-0.5B, revision: <40-hex>,
-     tiny: {config: {model_type: qwen2, hidden_size: 16, num_hidden_layers: 1, num_attention_heads: 2,
-                     num_key_value_heads: 1, intermediate_size: 32, vocab_size: 64}},
-     transform: "my_plugin.patch:install_processors", transform_config: {kind: flash}}
-tokenizer: {source: transformers, model_class: AutoTokenizer, id: Qwen/Qwen2.5-0.5B, revision: <40-hex>,
-            tiny: {config: {vocab: [the, zoo, model]}}}   # a word-level tokenizer for the offline check
-"""
-
-    source: Literal["transformers", "diffusers"]
-    model_class: str = Field(description="class in the library, e.g. AutoModelForCausalLM, UNet2DModel")
-    id: str | None = Field(
-        None, description="hub id (needs revision, with or without an org) or a local directory starting with ./, ../, / or ~ "
-        "(relative paths resolve against the spec's folder and must stay inside it)"
-    )
-    revision: str | None = Field(None, pattern=REVISION_RE, description="pinned 40-hex commit of a hub id")
-    allow_unpinned: bool = False
-    subfolder: str | None = None
-    dtype: DType | None = None
-    trust_remote_code: bool = False
-    tiny: TinyCheckpoint | None = None
-    adapters: list[Adapter] = Field([], description="PEFT adapters loaded onto the model, in order")
-
-    @model_validator(mode="after")
-    def _pinned(self) -> "HubSource":
-        if self.id is None:
-            raise ValueError("id: a hub id or a local directory is required")
-        if looks_remote(self.id) and not is_hub_id(self.id):
-            raise ValueError(f"id: {self.id[:100]!r} is neither a hub repository id (owner/name) nor a local folder "
-                             "(./x, ../x, /x or ~/x)")
-        if looks_remote(self.id) and self.revision is None and not self.allow_unpinned:
-            raise ValueError(f"revision: hub id {self.id!r} needs a pinned 40-hex revision (or allow_unpinned: true)")
-        return self
-
-
-def looks_remote(model_id: str) -> bool:
-    """A hub id (``org/name`` or org-less ``gpt2``) unless it is written as a path (``./``, ``../``,
-    ``/``, ``~``, or ``.``): ambiguous bare names are hub ids and need a pinned revision."""
-    return not (model_id in (".", "..") or model_id.startswith(("./", "../", "/", "~", ".\\", "..\\")))
-
-
-#: The ``timm.create_model`` keyword arguments a spec may set: architecture shape only. Anything
-#: that names a file, a URL or a pretrained config (``checkpoint_path``, ``pretrained_cfg_overlay``,
-#: ``pretrained_cfg``, ``cache_dir``) is refused.
-TIMM_KWARGS = frozenset({"num_classes", "in_chans", "global_pool", "drop_rate", "drop_path_rate", "img_size"})
-
-
-def _timm_size(key: str, value: Any) -> None:
-    """The caps of one timm keyword (:mod:`registry.limits`): classes, channels, image sides, rates in [0, 1]."""
-    from .limits import SPEC_STR, TIMM_IMG_SIZE, TIMM_IN_CHANS, TIMM_NUM_CLASSES, check_tree
-
-    caps = {"num_classes": TIMM_NUM_CLASSES, "in_chans": TIMM_IN_CHANS, "img_size": TIMM_IMG_SIZE}
-    if key in caps:
-        check_tree(value, f"kwargs.{key}", ints=caps[key])
-    elif key in ("drop_rate", "drop_path_rate"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ValueError(f"kwargs.{key}: expected a rate in [0, 1], got {value!r}")
-    else:
-        check_tree(value, f"kwargs.{key}", strings=SPEC_STR)
-
-
-class TimmSource(Transformable):
-    """A model role created with ``timm.create_model``, architecture only; weights come from a local
-    safetensors file with its sha256 (``pretrained: true`` downloads unpinned weights: it needs
-    ``allow_unpinned: true`` and a network, and is refused offline)."""
-
-    source: Literal["timm"]
-    model_name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    pretrained: bool = False
-    allow_unpinned: bool = False
-    weights: str | None = Field(None, description="local safetensors file, relative to the spec file (needs sha256)")
-    sha256: str | None = Field(None, pattern=SHA256_RE)
-    kwargs: dict[str, Any] = Field({}, description=f"only {', '.join(sorted(TIMM_KWARGS))}; scalar values")
-    dtype: DType | None = None
-    allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
-
-    @model_validator(mode="after")
-    def _safe(self) -> "TimmSource":
-        bad = sorted(set(self.kwargs) - TIMM_KWARGS)
-        if bad:
-            raise ValueError(f"kwargs: {', '.join(bad)} not allowed for timm (allowed: {', '.join(sorted(TIMM_KWARGS))})")
-        for key, value in self.kwargs.items():
-            ok = isinstance(value, (bool, int, float, str)) or (
-                isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) for v in value))
-            if not ok:
-                raise ValueError(f"kwargs.{key}: expected a number, a string or a short list of ints, got {type(value).__name__}")
-            _timm_size(key, value)
-        if self.weights is not None:
-            if self.sha256 is None:
-                raise ValueError("sha256: local weights need their sha256")
-            if not self.weights.endswith(".safetensors"):
-                raise ValueError("weights: only .safetensors files may ship with a spec")
-            if self.pretrained:
-                raise ValueError("pretrained: give either pretrained: true or local weights, not both")
-        if self.pretrained and not self.allow_unpinned:
-            raise ValueError("pretrained: timm downloads unpinned weights; ship weights + sha256, or set allow_unpinned: true")
-        return self
-
-
-class ZooSource(Transformable):
-    """A model role built by a registered factory (``@registry.contract.factory``) of an allowed
-    package, optionally loading weights: a local file or one file of a hub repository, mapped to
-    the factory's keys by ``convert``."""
-
-    doc_example: ClassVar[str] = """
-dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter with its inverse
-  source: zoo
-  factory: "my_plugin.model:build_dit"
-  config: {depth: 28, width: 1152}
-  weights: {hub: owner/repo, revision: <40-hex>, filename: ckpt/model_ema.pt, sha256: <64-hex>}
-  convert: "my_plugin.convert:from_upstream"
-  tiny_config: {depth: 2, width: 16}   # the conformance loading-path check builds this instead
-"""
-
-    source: Literal["zoo"]
-    factory: Target
-    config: ConsentFree = Field({}, description="keyword arguments of the factory, validated against its params model")
-    weights: str | HubFile | None = Field(
-        None, description="a local .safetensors file relative to the spec file, or a hub file {hub, revision, filename, sha256} "
-        "(.safetensors, or .pt/.pth/.ckpt read with torch.load(weights_only=True))"
-    )
-    sha256: str | None = Field(None, pattern=SHA256_RE)
-    convert: Target | None = Field(
-        None, description='"pkg.module:fn" registered as a converter: fn(state_dict) -> state_dict with the factory\'s keys'
-    )
-    dtype: DType | None = None
-    allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
-    tiny_config: ConsentFree | None = Field(
-        None, description="hub-file weights only: factory config overrides (merged over `config`) that give a tiny model "
-        "with the same key layout and converter; the conformance loading-path check builds the factory at this config, "
-        "maps its state back by the converter's inverse and loads it through the real code, for any variant status "
-        "(without it, a declared-only variant's hub-file check is SKIP); validated like `config`"
-    )
-
-    @model_validator(mode="after")
-    def _hash(self) -> "ZooSource":
-        if isinstance(self.weights, str):
-            if self.sha256 is None:
-                raise ValueError("sha256: local weights need their sha256")
-            if not self.weights.endswith(".safetensors"):
-                raise ValueError("weights: only .safetensors files may ship with a spec (a hub file, {hub, filename, ...}, "
-                                 "may be .pt/.pth/.ckpt, read with torch.load(weights_only=True))")
-        elif isinstance(self.weights, HubFile) and self.sha256 is not None:
-            raise ValueError("sha256: a hub file carries its own sha256 (weights.sha256)")
-        if self.convert is not None and self.weights is None:
-            raise ValueError("convert: given without weights")
-        if self.tiny_config is not None and not isinstance(self.weights, HubFile):
-            raise ValueError("tiny_config: only a role whose weights are a hub file ({hub, filename, ...}) has a tiny "
-                             "loading-path check (local weights are checked as shipped)")
-        return self
-
-    def tiny_factory_config(self) -> dict[str, Any]:
-        """The factory config of the tiny loading-path check: ``config`` with ``tiny_config`` merged over it."""
-        return {**self.config, **(self.tiny_config or {})}
-
-
-class RoleSource(Transformable):
-    """A role derived from another role of the same variant: a deep copy of that role's built
-    model, passed through ``transform`` (e.g. a quantised copy of the full-precision model)."""
-
-    doc_example: ClassVar[str] = """
-models:
-  dit: {kind: dit, variants: {toy: {source: zoo, factory: "my_plugin.toy:build_dit"}}}
-  dit-int8:
-    kind: dit
-    variants:
-      toy: {source: role, from_role: dit, transform: "my_plugin.quant:quantise", transform_config: {bits: 8}}
-  unet:   # another spec's declaration of a shared checkpoint, built (and cached) once for both
-    kind: unet
-    variants:
-      toy: {source: role, from_spec: digits, from_role: unet, share: true}
-"""
-
-    source: Literal["role"]
-    from_role: str = Field(description="the role whose built model is copied")
-    from_spec: Name | None = Field(
-        None, description="the catalogued spec that declares `from_role` (default: this spec); its declaration (factory, "
-        "weights, sha256, folder) builds the model, so a checkpoint several specs use is declared once"
-    )
-    from_variant: Name | None = Field(None, description="with from_spec: that spec's variant (default: this variant's name)")
-    share: bool = Field(False, description="hand the transform the parent's object itself instead of a deep copy (it must not mutate it)")
-
-    @model_validator(mode="after")
-    def _foreign(self) -> "RoleSource":
-        if self.from_variant is not None and self.from_spec is None:
-            raise ValueError("from_variant: only with from_spec (a role of this spec has this variant)")
-        return self
-
-
-ModelSource = Annotated[Union[HubSource, TimmSource, ZooSource, RoleSource], Field(discriminator="source")]
 
 
 class ModelRole(Strict):
@@ -755,9 +309,9 @@ class Spec(Strict):
         for role, model in self.models.items():
             for variant, src in model.variants.items():
                 at = f"models.{role}.variants.{variant}"
-                weights = getattr(src, "weights", None)
-                if isinstance(weights, str) and getattr(src, "sha256", None):
-                    out.setdefault(normalized_file(weights), (src.sha256, f"{at}.weights"))  # type: ignore[union-attr]
+                for fname, (rel, sha) in src.local_files().items():
+                    if sha:
+                        out.setdefault(normalized_file(rel), (sha, f"{at}.{fname}"))
                 for key, ref in src.config_files().items():
                     out.setdefault(normalized_file(ref.file), (ref.sha256, f"{at}.transform_config.{key}"))
         return out
@@ -784,8 +338,8 @@ class Spec(Strict):
                 raise ValueError(f"models.{role}.variants.{variant}.from_role: cycle {' -> '.join(cycle)}")
             state[role] = 1
             src = self.models[role].variants[variant]
-            if isinstance(src, RoleSource) and src.from_spec is None:
-                parent = src.from_role
+            parent = src.derived_from()
+            if parent is not None:
                 if parent not in self.models or variant not in self.models[parent].variants:
                     raise ValueError(f"models.{role}.variants.{variant}.from_role: role {parent!r} has no source for variant {variant}")
                 visit(parent, path + [role])
@@ -809,3 +363,18 @@ def json_schema() -> dict[str, Any]:
     schema["title"] = "Zoo method spec"
     return schema
 
+
+
+# ----------------------------------------------------------------------------- a kind registered later
+def _rebuild_source_union() -> None:
+    """Re-make :data:`ModelSource` from the registered kinds and rebuild the models that hold it (a kind registered
+    by a plugin or a test after this module was imported validates from then on)."""
+    global ModelSource
+    ModelSource = _source_union()
+    old = ModelRole.model_fields["variants"]
+    ModelRole.model_fields["variants"] = FieldInfo.merge_field_infos(old, FieldInfo.from_annotation(dict[Name, ModelSource]))
+    ModelRole.model_rebuild(force=True)
+    Spec.model_rebuild(force=True)
+
+
+sources.on_change(_rebuild_source_union)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import BuildError, Location, ParamError
 from .hardware import offline
-from .spec import Adapter, HubFile, HubSource, ModelSource, RoleSource, TimmSource, ZooSource, looks_remote
+from .schema import Adapter, HubFile
 
 
 def sha256_file(path: Path) -> str:
@@ -196,7 +196,7 @@ def check_adapter_config(config: Any, where: str) -> dict[str, Any]:
     the default caps. Returns the config to hand to peft; a problem is one :class:`ParamError` at ``<where>.<key>``."""
     from .errors import ParamError
     from .limits import ADAPTER_RANK, SizeError, check_tree
-    from .spec import refuse_consent_keys
+    from .schema import refuse_consent_keys
 
     loc = lambda f: Location(None, None, None, f"{where}.{f}" if f else where)  # noqa: E731
     if not isinstance(config, dict):
@@ -326,14 +326,14 @@ def load_adapters(model: Any, adapters: list[Adapter], library: str, spec_dir: P
 
 
 # ----------------------------------------------------------------------------- offline availability
-def _cached(repo: str, revision: str | None, filename: str, repo_type: str = "model") -> bool:
+def hub_file_cached(repo: str, revision: str | None, filename: str, repo_type: str = "model") -> bool:
     from huggingface_hub import try_to_load_from_cache
 
     hit = try_to_load_from_cache(repo, filename, revision=revision, repo_type=repo_type)
     return isinstance(hit, str) and os.path.isfile(hit)
 
 
-def _snapshot_cached(repo: str, revision: str | None) -> bool:
+def snapshot_cached(repo: str, revision: str | None) -> bool:
     from huggingface_hub.constants import HF_HUB_CACHE
 
     folder = Path(HF_HUB_CACHE) / ("models--" + repo.replace("/", "--"))
@@ -346,24 +346,7 @@ def _snapshot_cached(repo: str, revision: str | None) -> bool:
     return snap.is_dir() and any(snap.iterdir())
 
 
-def missing_offline(source: ModelSource, spec_dir: Path) -> str | None:
-    """What a source would fetch that is not on this machine (None: everything is local)."""
-    if isinstance(source, ZooSource):
-        if isinstance(source.weights, HubFile) and not _cached(source.weights.hub, source.weights.revision,
-                                                               source.weights.filename, source.weights.repo_type):
-            return f"{source.weights.hub}/{source.weights.filename}"
-        return None
-    if isinstance(source, HubSource):
-        if looks_remote(source.id or ""):  # a hub id is only ever looked up in the HF cache (never as a folder)
-            if not _snapshot_cached(source.id or "", source.revision):
-                return f"{source.id}" + (f"@{source.revision[:12]}" if source.revision else "")
-        for a in source.adapters:
-            if a.hub is not None and not _cached(a.hub, a.revision, a.weight_name):
-                return f"adapter {a.hub}"
-        return None
-    if isinstance(source, TimmSource):
-        if source.pretrained and source.weights is None:
-            return f"timm pretrained weights of {source.model_name}"
-        return None
-    assert isinstance(source, RoleSource)
-    return None
+def missing_offline(source: Any, spec_dir: Path) -> str | None:
+    """What a source would fetch that is not on this machine (None: everything is local): the kind's own answer
+    (:meth:`registry.sources.base.SourceKind.missing_offline`)."""
+    return source.missing_offline(spec_dir)

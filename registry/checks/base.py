@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import Entry
+from ..errors import Skipped  # noqa: F401 - re-exported: checks raise it
 from ..spec import Spec
 
 
-class Skipped(Exception):
-    """A check that cannot run here; reported as SKIP with its reason, never as a pass."""
 
 
 @dataclass

@@ -11,7 +11,6 @@ from typing import Any
 
 from ..catalog import Entry
 from ..errors import ParamError, ZooError
-from ..spec import ZooSource
 from .base import (Check, Skipped, SpecUnderCheck, assert_models_unchanged, assert_same, family, procedure_variant,
                    snapshot_models, spec_source)
 
@@ -140,7 +139,7 @@ def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -
     from ..weights import save_state, sha256_file
 
     src = spec_source(entry, role, pipe.variant)
-    if not isinstance(src, ZooSource):
+    if src.with_local_weights("-", "0" * 64) is None:
         raise AssertionError(f"{pname} produces {role!r}, whose {pipe.variant} source is not a factory (source: zoo)")
     before = snapshot_models(pipe.models)
     out = proc(seed=0, **proc.example_inputs(2))
@@ -154,7 +153,7 @@ def _check_produces(entry: Entry, pipe: Any, proc: Any, pname: str, role: str) -
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{role}.safetensors"
         save_state({k: v.detach().cpu() for k, v in state.items()}, path)
-        local = src.model_copy(update={"weights": str(path), "sha256": sha256_file(path), "convert": None})
+        local = src.with_local_weights(str(path), sha256_file(path))
         build_model(local, spec_dir=entry.path.parent, device="cpu", loc=locate(str(entry.path), f"recipes.{pname}.produces"),
                     allow_outside_paths=True)  # the harness's own temp file
 
