@@ -112,6 +112,10 @@ def _parsed_flag(info: Any, value: Any, name: str) -> Any:
     from pydantic import TypeAdapter
 
     annotation = info.annotation
+    _, choices, _ = _shape(annotation)
+    if choices:  # a Literal's values need not be strings (``list[Literal[1, 2]]``): the flag's text picks the choice
+        by_text = {str(c): c for c in choices}
+        value = [by_text.get(v, v) for v in value] if isinstance(value, list) else by_text.get(value, value)
     try:
         return TypeAdapter(annotation).validate_python(value)
     except (ValidationError, TypeError) as exc:

@@ -149,6 +149,7 @@ class DemoOptions(Options):
     rows: int = Field(100, ge=1, le=10_000, description="rows per arm")
     arms: list[str] = Field(["a", "b"], max_length=8, description="which arms")
     mode: Literal["fast", "exact"] = "exact"
+    dims: list[Literal[1, 2]] = Field([1, 2], max_length=2, description="dimensions (non-string choices)")
     lr: float | None = Field(None, gt=0, le=1, description="step size (default: the recipe's)")
     plot: bool = True
     quick: ClassVar[dict[str, Any]] = {"rows": 7, "arms": ["a"]}
@@ -204,6 +205,18 @@ def test_new_shape_gets_the_engine_flags_and_its_options(new_bench, capsys: pyte
     assert f"wrote {folder / 'demo.png'}" in out.err
 
 
+def test_a_list_of_non_string_choices_is_read_from_its_flag_text(new_bench, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, mod = new_bench
+    assert main(["bench", str(spec), "--quick", "--dims", "2"]) == 0
+    assert mod.RUNS[-1][1].dims == [2] and isinstance(mod.RUNS[-1][1].dims[0], int)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", str(spec), "--quick", "--dims", "3"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--dims" in err[-1] and "'3'" in err[-1] and "choose from '1', '2'" in err[-1]  # after argparse's usage lines
+
+
 def test_new_shape_json_out_dir_and_one_line_errors(new_bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec, mod = new_bench
     out_dir = tmp_path / "elsewhere"
@@ -211,7 +224,7 @@ def test_new_shape_json_out_dir_and_one_line_errors(new_bench, tmp_path: Path, c
                  "--mode", "fast"]) == 0
     out = capsys.readouterr()
     doc = json.loads(out.out)  # stdout is the JSON document only; the table went to stderr
-    assert doc["result"]["rows"] == 12 and doc["options"] == {"rows": 12, "arms": ["a", "b"], "mode": "fast", "lr": 0.5, "plot": False}
+    assert doc["result"]["rows"] == 12 and doc["options"] == {"rows": 12, "arms": ["a", "b"], "mode": "fast", "dims": [1, 2], "lr": 0.5, "plot": False}
     assert "| rows | 12 |" in out.err and not (out_dir / "demo.png").exists()
     assert not (Path.cwd() / "zoo-bench-bench-new").exists()
     for argv, flag in ((["--rows", "0"], "--rows"), (["--rows", "many"], "--rows"), (["--lr", "2"], "--lr"), (["--seed", "-1"], "--seed")):
