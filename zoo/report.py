@@ -37,15 +37,13 @@ IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif")
 
 
 def _checkout_root() -> Path | None:
-    """The checkout the built-in specs come from (``zoo_specs`` is its ``specs/`` folder in an editable
-    install), when it holds the README and the cards; ``None`` from a wheel."""
-    from registry.catalog import package_dirs
+    """The checkout the built-in specs come from, when it holds the README beside the shipped cards (an editable
+    install: :func:`registry.cards.shipped_docs` is its ``docs/``); ``None`` from a wheel."""
+    from registry.cards import shipped_docs
 
-    for d in package_dirs("zoo_specs"):
-        root = Path(d).resolve().parent
-        if (root / "README.md").is_file() and (root / "docs" / "methods").is_dir():
-            return root
-    return None
+    docs = shipped_docs()
+    return docs.parent if docs is not None and docs.name == "docs" and (docs.parent / "README.md").is_file() else None
+
 
 CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; }
