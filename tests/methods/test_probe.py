@@ -208,7 +208,7 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.Ca
                "--out-dir", str(tmp_path)])
     assert rc == 0
     res = json.loads((tmp_path / "probe-bench.json").read_text())["result"]
-    assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band"}
+    assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band", "probe-band-unsteered"}
     assert all(len(runs) == 2 for runs in res["arms"].values())
     assert (tmp_path / "probe.png").stat().st_size > 5000
     assert "held-out mean" in capsys.readouterr().out

@@ -27,6 +27,9 @@ ARMS: dict[str, dict[str, Any]] = {
     # issue 39: only boundary samples (frozen-detector P(fake) in [0.3, 0.7]), per sample, from a 128-sample snapshot
     # every stage-1 step, until the buffer holds 320 (the size of the probe arm's buffer)
     "probe-band": {"lambda_prec": 10.0, "buffer_band": (0.3, 0.7), "buffer_size": 320, "buffer_every": 1, "buffer_batch": 128},
+    # control for probe-band: the same band selection with the LoRA all but frozen (lr 1e-9): the unadapted generator's
+    # own hard fakes (hard-negative mining); is it the steering or only the band?
+    "probe-band-unsteered": {"lambda_prec": 10.0, "lr": 1e-9, "buffer_band": (0.3, 0.7), "buffer_size": 320, "buffer_every": 1, "buffer_batch": 128},
 }
 
 
@@ -80,8 +83,8 @@ class BenchOptions(Options):
     stage1_steps: int = Field(100, ge=0, le=10_000)
     stage2_steps: int = Field(300, ge=1, le=100_000)
     stage2_lr: float | None = Field(None, gt=0, le=1.0, description="stage-2 learning rate for every arm (default: the spec's)")
-    arms: list[Literal["probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band"]] | None = Field(
-        None, max_length=5, description="subset of arms (default all)")
+    arms: list[Literal["probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band",
+                       "probe-band-unsteered"]] | None = Field(None, max_length=6, description="subset of arms (default all)")
     quick: ClassVar[dict[str, Any]] = {"seeds": [0, 1], "n_eval": 120, "stage1_steps": 20, "stage2_steps": 60}
 
 

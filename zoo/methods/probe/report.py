@@ -28,7 +28,8 @@ def mean_sd(xs: Sequence[float]) -> str:
 
 ARM_LABELS = {"probe": "PROBE (buffer, λ = 10)", "probe-no-buffer": "no buffer (same stage 2 on original fakes)",
               "probe-lambda0": "λ = 0 (buffer)", "probe-no-critic": "no critic (random-direction LoRA, buffer)",
-              "probe-band": "band buffer (P(fake) in [0.3, 0.7], λ = 10)"}
+              "probe-band": "band buffer (P(fake) in [0.3, 0.7], λ = 10)",
+              "probe-band-unsteered": "band buffer, unsteered (LoRA lr 1e-9: the base generator's hard fakes)"}
 
 
 def format_bench(res: Mapping[str, Any]) -> str:
