@@ -208,7 +208,59 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.Ca
                "--out-dir", str(tmp_path)])
     assert rc == 0
     res = json.loads((tmp_path / "probe-bench.json").read_text())["result"]
-    assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic"}
+    assert set(res["arms"]) == {"probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band", "probe-band-unsteered"}
     assert all(len(runs) == 2 for runs in res["arms"].values())
     assert (tmp_path / "probe.png").stat().st_size > 5000
     assert "held-out mean" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- boundary-band buffer (issue 39)
+def test_band_check_rejects_an_unfiltered_buffer_and_a_per_snapshot_mean_filter() -> None:
+    """The band check passes the real selection and fails two plausible wrong ones: no filter at all (the old
+    buffer), and a filter on each snapshot's mean P(fake) instead of each sample's (keeps whole snapshots)."""
+    def unfiltered(dit, det, **kw):
+        return probe_stage1(dit, det, **{**kw, "buffer_band": None})
+
+    def per_snapshot_mean(dit, det, **kw):
+        lo, hi = kw["buffer_band"]
+        run = probe_stage1(dit, det, **{**kw, "buffer_band": None})
+        keep = torch.cat([torch.full((k,), lo <= p <= hi) for p, k in zip(run.buffer_fake_prob, run.buffer_kept)])
+        keep[0] = True  # at least one snapshot kept whole, so the planted filter is never empty
+        run.buffer, run.buffer_labels, run.buffer_sample_fake_prob = run.buffer[keep], run.buffer_labels[keep], run.buffer_sample_fake_prob[keep]
+        return run
+
+    models = _models()
+    inv.check_band_buffer(probe_stage1, 0, *models)
+    with pytest.raises(AssertionError):
+        inv.check_band_buffer(unfiltered, 0, *models)
+    with pytest.raises(AssertionError):
+        inv.check_band_buffer(per_snapshot_mean, 0, *models)
+
+
+def test_band_mask_is_the_closed_band() -> None:
+    p = torch.tensor([0.0, 0.29, 0.3, 0.5, 0.7, 0.71, 1.0])
+    assert core.band_mask(p, (0.3, 0.7)).tolist() == [False, False, True, True, True, False, False]
+
+
+def test_buffer_size_caps_the_buffer_and_stops_stage1_early() -> None:
+    dit, det = _models()
+    run = probe_stage1(dit, det, steps=6, lambda_prec=1.0, lr=1e-3, batch=2, buffer_every=1, rank=2, seed=0, buffer_size=5)
+    assert run.buffer.shape[0] == 5 and run.buffer_kept == [2, 2, 1] and len(run.l_probe) == 3
+
+
+def test_default_buffer_is_unchanged_by_the_band_params() -> None:
+    """Passing ``buffer_band`` / ``buffer_size`` / ``buffer_batch`` as None equals omitting them (the unfiltered buffer,
+    every snapshot kept whole), the recipe's default is no band, and the band params validate (lo < hi, both in [0, 1])."""
+    from pydantic import ValidationError
+
+    from zoo.methods.probe.procedures import ProbeRecipe
+
+    dit, det = _models()
+    kw = dict(steps=2, lambda_prec=1.0, lr=1e-3, batch=3, buffer_every=1, rank=2, seed=4)
+    a = probe_stage1(dit, det, **kw)
+    b = probe_stage1(dit, det, **kw, buffer_band=None, buffer_size=None, buffer_batch=None)
+    assert torch.equal(a.buffer, b.buffer) and a.buffer_kept == [3, 3] and a.l_probe == b.l_probe
+    assert ProbeRecipe.Params().buffer_band is None
+    for bad in ([0.7, 0.3], [0.3, 1.5], [0.1, 0.2, 0.3]):
+        with pytest.raises(ValidationError):
+            ProbeRecipe.Params(buffer_band=bad)

@@ -1,7 +1,8 @@
 """Benchmark of ``probe``: balanced accuracy on the held-out generators of the shipped detector and of the
 stage-2 detectors of PROBE (buffer, λ = 10), the no-buffer baseline (same stage-2 budget), the λ = 0 ablation and
 the detector-blind ablation, over several seeds with the spread, plus the paired per-seed differences that carry
-the paper's claim (the buffer improves generalisation). Writes ``probe.png`` (the boundary buffer of seed 0).
+the paper's claim (the buffer improves generalisation), and the boundary-band buffer arm (``probe-band``: only the
+samples the frozen detector scores in [0.3, 0.7]). Writes ``probe.png`` (the boundary buffer of seed 0).
 Run as ``zoo bench probe [--quick] [--out-dir D]``."""
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "probe-no-buffer": {"use_buffer": False, "stage1_steps": 0},
     "probe-lambda0": {"lambda_prec": 0.0},
     "probe-no-critic": {"critic": False},
+    # issue 39: only boundary samples (frozen-detector P(fake) in [0.3, 0.7]), per sample, from a 128-sample snapshot
+    # every stage-1 step, until the buffer holds 320 (the size of the probe arm's buffer)
+    "probe-band": {"lambda_prec": 10.0, "buffer_band": (0.3, 0.7), "buffer_size": 320, "buffer_every": 1, "buffer_batch": 128},
+    # control for probe-band: the same band selection with the LoRA all but frozen (lr 1e-9): the unadapted generator's
+    # own hard fakes (hard-negative mining); is it the steering or only the band?
+    "probe-band-unsteered": {"lambda_prec": 10.0, "lr": 1e-9, "buffer_band": (0.3, 0.7), "buffer_size": 320, "buffer_every": 1, "buffer_batch": 128},
 }
 
 
@@ -42,11 +49,13 @@ def measure(ctx: Any, seeds: list[int], n_eval: int = 360, stage1_steps: int = 1
         proc = ProbeRecipe(models, ProbeRecipe.Params(**kw))
         runs = []
         for s in seeds:
+            t1 = time.perf_counter()
             out = proc(seed=s, progress=True)
-            runs.append({k: out[k] for k in ("before", "after", "seen", "unseen_mean", "gain", "buffer_fake_prob", "buffer_steps")})
+            runs.append({**{k: out[k] for k in ("before", "after", "seen", "unseen_mean", "gain", "buffer_fake_prob", "buffer_steps", "buffer_kept",
+                                                "buffer_size", "buffer_mean_fake_prob")}, "seconds": time.perf_counter() - t1})
             if s == seeds[0] and "buffer_seed0" not in res and out["buffer_steps"]:
-                res["buffer_seed0"] = {"buffer": out["buffer"], "buffer_steps": out["buffer_steps"],
-                                       "buffer_fake_prob": out["buffer_fake_prob"], "config": out["config"]}
+                res["buffer_seed0"] = {k: out[k] for k in ("buffer", "buffer_steps", "buffer_fake_prob", "buffer_kept", "buffer_sample_fake_prob",
+                                                           "config")}
         res["arms"][arm] = runs
     names = list(res["arms"])
     if "probe-no-buffer" in res["arms"]:
@@ -74,8 +83,8 @@ class BenchOptions(Options):
     stage1_steps: int = Field(100, ge=0, le=10_000)
     stage2_steps: int = Field(300, ge=1, le=100_000)
     stage2_lr: float | None = Field(None, gt=0, le=1.0, description="stage-2 learning rate for every arm (default: the spec's)")
-    arms: list[Literal["probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic"]] | None = Field(
-        None, max_length=4, description="subset of arms (default all)")
+    arms: list[Literal["probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band",
+                       "probe-band-unsteered"]] | None = Field(None, max_length=6, description="subset of arms (default all)")
     quick: ClassVar[dict[str, Any]] = {"seeds": [0, 1], "n_eval": 120, "stage1_steps": 20, "stage2_steps": 60}
 
 

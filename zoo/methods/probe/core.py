@@ -16,7 +16,9 @@ Detection", ICML 2026 (code, evaluation only: https://github.com/Amamiya-C/PROBE
 
   Every ``buffer_every`` steps a fresh batch (new X_T, c) is drawn from the current LoRA generator and
   appended to the **boundary-induced fake-sample buffer** (the intermediate samples along the LoRA
-  trajectory), all labelled fake.
+  trajectory), all labelled fake. With ``buffer_band = (lo, hi)`` only the snapshot samples whose frozen-detector
+  P(fake) lies in ``[lo, hi]`` are kept (:func:`band_mask`), the boundary samples proper (issue 39; the paper's
+  filter, if any, is unpublished).
 * **Stage 2**: fine-tune (a copy of) D on real images + the original fakes + the buffer with the
   cross-entropy detection loss; class-balanced minibatches.
 
@@ -40,7 +42,7 @@ from zoo.common.scheduler_loop import run_scheduler_loop
 
 __all__ = [
     "REAL", "FAKE", "build_detector", "GENERATORS", "SEEN", "UNSEEN", "balanced_accuracy", "detector_bacc", "predict", "generate", "seen_train_fakes",
-    "train_detector", "Stage1Run", "probe_stage1", "finetune_detector", "LORA_TARGETS", "DETECTOR_ARCH", "EVAL_SEED", "TRAIN_FAKES_SEED",
+    "train_detector", "Stage1Run", "probe_stage1", "band_mask", "finetune_detector", "LORA_TARGETS", "DETECTOR_ARCH", "EVAL_SEED", "TRAIN_FAKES_SEED",
 ]
 
 REAL, FAKE = 0, 1
@@ -202,13 +204,18 @@ def finetune_detector(detector: Any, real: torch.Tensor, original_fakes: torch.T
 class Stage1Run:
     """Trace of :func:`probe_stage1`: ``buffer`` ``(n, 1, 8, 8)`` (all fakes), ``buffer_labels`` (the
     digit classes they were drawn for), ``buffer_steps`` (the stage-1 step of each snapshot),
-    ``buffer_fake_prob`` (the frozen detector's mean P(fake) on each snapshot), and per step
-    ``l_probe`` / ``l_prec`` / ``fake_prob`` (mean P(fake) on the training batch)."""
+    ``buffer_fake_prob`` (the frozen detector's mean P(fake) on each whole snapshot, before any band selection),
+    ``buffer_kept`` (how many of each snapshot's samples entered the buffer), ``buffer_sample_fake_prob`` (the
+    frozen detector's P(fake) of every buffer sample, in buffer order), and per step ``l_probe`` / ``l_prec`` /
+    ``fake_prob`` (mean P(fake) on the training batch; fewer than ``steps`` entries when a full ``buffer_size``
+    stopped stage 1 early)."""
 
     buffer: torch.Tensor
     buffer_labels: torch.Tensor
     buffer_steps: list[int] = field(default_factory=list)
     buffer_fake_prob: list[float] = field(default_factory=list)
+    buffer_kept: list[int] = field(default_factory=list)
+    buffer_sample_fake_prob: torch.Tensor = field(default_factory=lambda: torch.empty(0))
     l_probe: list[float] = field(default_factory=list)
     l_prec: list[float] = field(default_factory=list)
     fake_prob: list[float] = field(default_factory=list)
@@ -223,8 +230,16 @@ def probe_losses(detector: Any, x: torch.Tensor, base: torch.Tensor) -> tuple[to
     return l_probe, l_prec, logits.softmax(1)[:, FAKE].detach()
 
 
+def band_mask(fake_prob: torch.Tensor, band: tuple[float, float]) -> torch.Tensor:
+    """Boolean mask of the samples whose P(fake) lies in the closed band ``[lo, hi]`` (the boundary band of the
+    ``buffer_band`` buffer)."""
+    lo, hi = band
+    return (fake_prob >= lo) & (fake_prob <= hi)
+
+
 def probe_stage1(dit: Any, detector: Any, steps: int, lambda_prec: float, lr: float, batch: int, buffer_every: int, rank: int, seed: int,
-                 critic: bool = True, progress: bool = False, on_step: Callable[[int], None] | None = None) -> Stage1Run:
+                 critic: bool = True, progress: bool = False, on_step: Callable[[int], None] | None = None,
+                 buffer_band: tuple[float, float] | None = None, buffer_size: int | None = None, buffer_batch: int | None = None) -> Stage1Run:
     """Stage 1 on a private copy of ``dit`` (``dit`` is not changed): rank-``rank`` LoRA (B = 0 at start)
     on :data:`LORA_TARGETS`, Adam on the LoRA tensors only, the seen generator's sampler (DDIM-10)
     differentiated end to end, loss ``L_probe + λ L_prec`` (:func:`probe_losses`). ``detector`` is frozen
@@ -232,7 +247,17 @@ def probe_stage1(dit: Any, detector: Any, steps: int, lambda_prec: float, lr: fl
     is the no-critic ablation: the same LoRA trained on ``L_prec`` against a random-direction target
     instead (see :func:`_random_target_loss`). Per step the draws from a generator seeded with ``seed``
     are: labels, X_T. Every ``buffer_every`` steps a fresh batch (labels, X_T from the same generator)
-    is sampled without gradient and appended to the buffer."""
+    is sampled without gradient and appended to the buffer.
+
+    The buffer is the paper's "boundary-induced fake-sample buffer" (Cao et al., ICML 2026, fig. 2, stage 1: the
+    intermediate samples along the LoRA trajectory; the method note ``/work/shared/methods/probe.md`` §4.1 step 5;
+    no arXiv id, section or equation number is known here, and the paper's snapshot schedule and any score filter
+    are unpublished). ``buffer_band = (lo, hi)``: keep only the snapshot samples whose frozen-detector P(fake)
+    (eval mode, the same critic) lies in ``[lo, hi]`` (:func:`band_mask`), per sample; ``buffer_size``: keep at
+    most that many samples (the first in trajectory order) and stop stage 1 once the buffer holds them;
+    ``buffer_batch``: the snapshot size (default ``batch``; a band keeps only a few of each snapshot, the detector's
+    P(fake) being nearly two-valued per sample). All ``None`` (the default) is the unfiltered buffer, unchanged bit
+    for bit."""
     g_model = copy.deepcopy(dit)
     torch.manual_seed(seed)  # LoRA A init (Kaiming-uniform) uses the global RNG
     inject_lora(g_model, LORA_TARGETS, rank=rank)
@@ -245,7 +270,7 @@ def probe_stage1(dit: Any, detector: Any, steps: int, lambda_prec: float, lr: fl
     req = [p.requires_grad for p in detector.parameters()]
     for p in detector.parameters():
         p.requires_grad_(False)
-    bufs, buf_labels = [], []
+    bufs, buf_labels, probs = [], [], []
     run = Stage1Run(torch.empty(0, 1, 8, 8), torch.empty(0, dtype=torch.int64))
     it: Any = range(steps)
     if progress:
@@ -274,23 +299,32 @@ def probe_stage1(dit: Any, detector: Any, steps: int, lambda_prec: float, lr: fl
             run.l_prec.append(float(l_prec.detach()))
             run.fake_prob.append(float(pf.mean()))
             if (step + 1) % buffer_every == 0:
-                yb = torch.randint(0, NUM_CLASSES, (batch,), generator=g)
-                xb_T = torch.randn((batch, 1, 8, 8), generator=g)
+                nb = batch if buffer_batch is None else buffer_batch
+                yb = torch.randint(0, NUM_CLASSES, (nb,), generator=g)
+                xb_T = torch.randn((nb, 1, 8, 8), generator=g)
                 with lora_scales(g_model, {"default": 1.0}), torch.no_grad():
                     xb = sample(yb, xb_T, seed + step + 1, False)
                     pfb = detector(xb).softmax(1)[:, FAKE]
-                bufs.append(xb)
-                buf_labels.append(yb)
                 run.buffer_steps.append(step + 1)
                 run.buffer_fake_prob.append(float(pfb.mean()))
+                keep = torch.ones_like(pfb, dtype=torch.bool) if buffer_band is None else band_mask(pfb, buffer_band)
+                if buffer_size is not None:
+                    room = buffer_size - sum(run.buffer_kept)
+                    keep &= keep.cumsum(0) <= room
+                bufs.append(xb[keep])
+                buf_labels.append(yb[keep])
+                probs.append(pfb[keep])
+                run.buffer_kept.append(int(keep.sum()))
             if on_step is not None:
                 on_step(step)
+            if buffer_size is not None and sum(run.buffer_kept) >= buffer_size:
+                break
     finally:
         detector.train(was_training)
         for p, r in zip(detector.parameters(), req):
             p.requires_grad_(r)
     if bufs:
-        run.buffer, run.buffer_labels = torch.cat(bufs), torch.cat(buf_labels)
+        run.buffer, run.buffer_labels, run.buffer_sample_fake_prob = torch.cat(bufs), torch.cat(buf_labels), torch.cat(probs)
     return run
 
 

@@ -165,3 +165,34 @@ def buffer_shape(ctx: Any, seed: int, every: int, batch: int) -> None:
     """The boundary buffer gets one snapshot of ``batch`` fresh generator samples every ``every`` stage-1
     steps (labelled fake in stage 2: :func:`~.core.finetune_detector` puts it in the fake pool)."""
     check_buffer(probe_stage1, seed, 3, every, batch, *shipped(ctx))
+
+
+# ----------------------------------------------------------------------------- boundary-band buffer
+BAND_CHECK = (0.1, 0.99)  # wide enough that a few stage-1 steps of the shipped critic put samples both in and out of it
+
+
+def check_band_buffer(stage1: Callable[..., Any], seed: int, dit: Any, det: Any, band: tuple[float, float] = BAND_CHECK) -> None:
+    """Stage 1 with ``buffer_band``: every buffer sample's P(fake) under the frozen detector (recomputed here, eval
+    mode) lies in the band and equals the recorded ``buffer_sample_fake_prob``; the per-snapshot counts add up to the
+    buffer; and the band did something (some samples kept, some left out: a filter that keeps all, or none, fails)."""
+    lo, hi = band
+    steps, nb = 3, 16
+    run = stage1(dit, det, steps=steps, lambda_prec=1.0, lr=1e-3, batch=2, buffer_every=1, rank=2, seed=seed, buffer_band=band,
+                 buffer_batch=nb)
+    n = run.buffer.shape[0]
+    assert run.buffer_labels.shape == (n,) and run.buffer_sample_fake_prob.shape == (n,)
+    assert sum(run.buffer_kept) == n and len(run.buffer_kept) == len(run.buffer_steps) == steps, (run.buffer_kept, n)
+    assert 0 < n < steps * nb, f"the band kept {n} of {steps * nb} samples: it did not select"
+    with torch.no_grad():
+        pf = torch.softmax(copy.deepcopy(det).eval()(run.buffer), 1)[:, FAKE]
+    tol = 1e-5  # a subset batch may round the convolutions differently
+    assert bool(((pf >= lo - tol) & (pf <= hi + tol)).all()), f"buffer P(fake) outside {band}: {pf[(pf < lo - tol) | (pf > hi + tol)].tolist()}"
+    assert torch.allclose(pf, run.buffer_sample_fake_prob, atol=tol), "recorded P(fake) differs from the frozen detector's"
+
+
+@invariant("band-buffer-holds-only-samples-in-the-critics-band")
+@settings(max_examples=2, deadline=None)
+@given(_SEEDS)
+def band_buffer(ctx: Any, seed: int) -> None:
+    """With ``buffer_band = (lo, hi)`` the buffer holds only samples the frozen detector scores at P(fake) in [lo, hi]."""
+    check_band_buffer(probe_stage1, seed, *shipped(ctx))

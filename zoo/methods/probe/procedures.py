@@ -4,10 +4,10 @@ and :class:`DetectorEval` (balanced accuracy of the shipped detector on every ge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
 from registry.outputs import ProcedureOutput
@@ -92,7 +92,10 @@ class ProbeOutput(ProcedureOutput):
       held-out ones; ``gain`` -- ``unseen_mean`` after − before;
     * ``buffer`` -- the boundary buffer ``(n, 1, 8, 8)`` (empty without ``use_buffer``... it is still
       collected, only stage 2 ignores it), ``buffer_labels``, ``buffer_steps``, ``buffer_fake_prob``
-      (the frozen detector's mean P(fake) per snapshot: the trajectory through the boundary);
+      (the frozen detector's mean P(fake) per whole snapshot: the trajectory through the boundary), ``buffer_kept``
+      (samples kept per snapshot), ``buffer_size`` (samples in the buffer) and ``buffer_mean_fake_prob`` (the frozen
+      detector's mean P(fake) over the buffer's samples; with ``buffer_band`` it lies inside the band),
+      ``buffer_sample_fake_prob`` (that P(fake) per buffer sample);
     * ``l_probe`` / ``l_prec`` / ``fake_prob`` -- stage-1 traces per step; ``config``.
     """
 
@@ -105,6 +108,10 @@ class ProbeOutput(ProcedureOutput):
     buffer_labels: torch.Tensor
     buffer_steps: list[int]
     buffer_fake_prob: list[float]
+    buffer_kept: list[int]
+    buffer_size: int
+    buffer_mean_fake_prob: float
+    buffer_sample_fake_prob: torch.Tensor
     l_probe: list[float]
     l_prec: list[float]
     fake_prob: list[float]
@@ -116,8 +123,9 @@ class ProbeRecipe(Procedure):
     DDIM-10 chain on ``L_probe + λ L_prec``, boundary buffer every ``buffer_every`` steps), stage 2
     (fine-tune a copy of the detector on real + original fakes + buffer), then bAcc on every generator.
     ``use_buffer: false`` is the no-buffer baseline (same stage-2 budget on real + original fakes);
-    ``lambda_prec: 0`` the λ = 0 ablation; ``critic: false`` the detector-blind LoRA ablation. The
-    cached roles are never changed (private copies)."""
+    ``lambda_prec: 0`` the λ = 0 ablation; ``critic: false`` the detector-blind LoRA ablation;
+    ``buffer_band: [lo, hi]`` (with ``buffer_size``) the boundary-band buffer (only samples the frozen detector
+    scores in the band; :func:`~.core.probe_stage1`). The cached roles are never changed (private copies)."""
 
     kind = "training"
 
@@ -134,6 +142,16 @@ class ProbeRecipe(Procedure):
         stage2_lr: float = Field(1e-3, gt=0, le=1.0, description="stage-2 AdamW learning rate")
         n_eval: int = Field(360, ge=2, le=360, description="real test digits and fakes per generator")
         n_original: int = Field(1437, ge=2, le=1437, description="original (seen) fakes and real train digits used in stage 2")
+        buffer_band: tuple[Annotated[float, Field(ge=0.0, le=1.0)], Annotated[float, Field(ge=0.0, le=1.0)]] | None = Field(
+            None, max_length=2, description="[lo, hi]: keep only snapshot samples whose frozen-detector P(fake) is in the band (null: all)")
+        buffer_size: int | None = Field(None, ge=1, le=100_000, description="at most this many buffer samples; stage 1 stops once full (null: no cap)")
+        buffer_batch: int | None = Field(None, ge=1, le=4096, description="samples per buffer snapshot (null: batch)")
+
+        @model_validator(mode="after")
+        def _band_ordered(self) -> "ProbeRecipe.Params":
+            if self.buffer_band is not None and not self.buffer_band[0] < self.buffer_band[1]:
+                raise ValueError(f"buffer_band needs lo < hi, got {list(self.buffer_band)}")
+            return self
 
     class CliInputs(BaseCliInputs):
         out: OutPath = "probe-buffer.png"
@@ -144,7 +162,8 @@ class ProbeRecipe(Procedure):
         names = (SEEN, *UNSEEN)
         fakes = self.memo_fakes(p.n_eval, names)
         before = bacc_table(det, self.models, p.n_eval, names, fakes)
-        run = probe_stage1(dit, det, p.stage1_steps, p.lambda_prec, p.lr, p.batch, p.buffer_every, p.rank, seed, critic=p.critic, progress=progress)
+        run = probe_stage1(dit, det, p.stage1_steps, p.lambda_prec, p.lr, p.batch, p.buffer_every, p.rank, seed, critic=p.critic, progress=progress,
+                           buffer_band=p.buffer_band, buffer_size=p.buffer_size, buffer_batch=p.buffer_batch)
         s = digits_split()
         original = self.memo_original(p.n_original)
         tuned = finetune_detector(det, s.x_train[: p.n_original], original, run.buffer if p.use_buffer else None, p.stage2_steps, p.stage2_lr,
@@ -153,7 +172,9 @@ class ProbeRecipe(Procedure):
         um = {"before": _mean([before[k] for k in UNSEEN]), "after": _mean([after[k] for k in UNSEEN])}
         return ProbeOutput(before=before, after=after, seen={"before": before[SEEN], "after": after[SEEN]}, unseen_mean=um,
                            gain=um["after"] - um["before"], buffer=run.buffer, buffer_labels=run.buffer_labels, buffer_steps=run.buffer_steps,
-                           buffer_fake_prob=run.buffer_fake_prob, l_probe=run.l_probe, l_prec=run.l_prec, fake_prob=run.fake_prob,
+                           buffer_fake_prob=run.buffer_fake_prob, buffer_kept=run.buffer_kept, buffer_size=int(run.buffer.shape[0]),
+                           buffer_mean_fake_prob=float(run.buffer_sample_fake_prob.mean()) if run.buffer.shape[0] else float("nan"),
+                           buffer_sample_fake_prob=run.buffer_sample_fake_prob, l_probe=run.l_probe, l_prec=run.l_prec, fake_prob=run.fake_prob,
                            config=p.model_dump())
 
     def memo_fakes(self, n: int, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
