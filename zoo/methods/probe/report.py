@@ -88,12 +88,7 @@ def plot_buffer(out: Mapping[str, Any], path: str | Path, per_row: int = 12) -> 
     cfg = out.get("config", {})
     fig.suptitle(f"PROBE boundary buffer (λ = {cfg.get('lambda_prec', '?')}, critic = {cfg.get('critic', '?')}): "
                  "samples along the LoRA trajectory", fontsize=8)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _plot_uneven(out: Mapping[str, Any], path: str | Path, per_row: int, max_rows: int = 10) -> Path:
@@ -124,6 +119,13 @@ def _plot_uneven(out: Mapping[str, Any], path: str | Path, per_row: int, max_row
                                   rotation=0, ha="right", va="center")
     cfg = out.get("config", {})
     fig.suptitle(f"PROBE band buffer (P(fake) in {list(cfg.get('buffer_band') or [])}, {n} samples): along the LoRA trajectory", fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG at ``path`` (its folder created) and close it."""
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
