@@ -349,7 +349,7 @@ def test_torchrun_two_processes_equal_one_process_unidflow(tmp_path: Path, capsy
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["f-dpmsolver", "poe-bridge"])
 def test_torchrun_two_processes_equal_one_process(tmp_path: Path, name: str) -> None:
-    """The issue's done-when commands: torchrun 2 x batch 8 vs ``zoo sample`` batch 16, read back bit for bit."""
+    """Sharded sampling equals one process: torchrun 2 x batch 8 vs ``zoo sample`` batch 16, read back bit for bit."""
     r = torchrun([name, "--num-samples", "64", "--batch-size", "8", "--out", str(tmp_path / "A")])
     assert r.returncode == 0, r.stderr[-2000:]
     r = subprocess.run([sys.executable, "-m", "zoo", "sample", name, "--num-samples", "64", "--batch-size", "16", "--out",

@@ -1,7 +1,7 @@
 """The engine's newer surface is untrusted input too — tokenizers loaded outside the builder,
 hub ids, run-time caches, the metrics store, sizes in free-form configs, ``extends`` chains, files
 inside the spec folder, hub ids / ``requires`` patterns, and ``zoo new`` names. One section per class;
-each test failed on the main branch before the fix (see the issue for the observed failures)."""
+each test failed on the main branch before the fix."""
 from __future__ import annotations
 
 import ast

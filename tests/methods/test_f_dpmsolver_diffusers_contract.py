@@ -2,9 +2,9 @@
 
 Our own equivalents (not copies) of ``SchedulerCommonTest`` in diffusers' ``tests/schedulers/test_schedulers.py`` and of
 ``DDIMSchedulerTest`` in ``tests/schedulers/test_scheduler_ddim.py`` (https://github.com/huggingface/diffusers), plus the
-pipeline protocols behind issue #12 items 1-4: partial schedules (img2img / SDEdit), latents edited between steps,
+pipeline protocols: partial schedules (img2img / SDEdit), latents edited between steps,
 options that ``from_config`` would otherwise drop, and DDIM's call signature. The table in
-``docs/methods/f-dpmsolver.md`` maps every diffusers test to the check here, or says why it does not apply.
+``docs/methods/f-dpmsolver.NOTES.md`` maps every diffusers test to the check here, or says why it does not apply.
 
 Numerics are checked on the exact Gaussian-mixture testbed (``zoo.common.gmm``) against the exact probability-flow ODE.
 """
@@ -335,12 +335,13 @@ def _restart(sch, model, x, N, begin):
 @pytest.mark.parametrize("first_eps", ["approx", "evaluate"])
 @pytest.mark.parametrize("in_place", [False, True], ids=["out-of-place", "in-place"])
 def test_an_in_place_edit_of_prev_sample_is_a_restart_like_an_out_of_place_one(first_eps, in_place):
-    """Issue 40 item 1: a guidance / inpainting loop edits the returned ``prev_sample`` *in place*
-    (``x.mul_(0.5).add_(0.3)``). It must count as one edit and give exactly (``torch.equal``) the documented restart from
-    the edited latents, as the out-of-place edit ``x * 0.5 + 0.3`` does - and as DDIM gives both (the control: a stateless
-    scheduler continues from whatever latents it is handed). Before the fix the returned tensor *was* the scheduler's
-    look-ahead and edits were detected by identity: ``num_edits`` stayed 0 and the run ended 1.70 (``approx``) / 1.92
-    (``evaluate``) off the restart here (the in-place cases fail on main; the out-of-place ones passed there too)."""
+    """In-place edits of ``prev_sample`` are detected by value: a guidance / inpainting loop edits the returned
+    ``prev_sample`` *in place* (``x.mul_(0.5).add_(0.3)``). It must count as one edit and give exactly (``torch.equal``)
+    the documented restart from the edited latents, as the out-of-place edit ``x * 0.5 + 0.3`` does - and as DDIM gives
+    both (the control: a stateless scheduler continues from whatever latents it is handed). Before the fix the returned
+    tensor *was* the scheduler's look-ahead and edits were detected by identity: ``num_edits`` stayed 0 and the run
+    ended 1.70 (``approx``) / 1.92 (``evaluate``) off the restart here (the in-place cases fail on main; the
+    out-of-place ones passed there too)."""
     m = gmm_model()
     N, edit_at = 8, 3
     edited = {}

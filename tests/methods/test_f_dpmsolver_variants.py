@@ -1,4 +1,4 @@
-"""Issue #12 items 5-7: DDIM on F-DDIM's own grid (the authors' comparison), the half-sum (DDIM + F-DDIM) / 2 as a
+"""DDIM on F-DDIM's own grid (the authors' comparison), the half-sum (DDIM + F-DDIM) / 2 as a
 sampler, and the first guess of the epsilon history (``first_eps``) - on the exact Gaussian-mixture testbed."""
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def test_ddim_baseline_unchanged_by_the_new_rows():
 
 
 def test_digits_diagnosis_pieces_are_what_they_claim():
-    """The two pieces behind the card's "not model error, the look-ahead x0 leaves the data range" (issue 40 item 5):
+    """The two pieces behind the card's "not model error, the look-ahead x0 leaves the data range":
     ``digits_mixture_model`` is the exact epsilon of N(x_i, v I) over the training images (equal to the generic
     mixture code of zoo.common.gmm, 1e-10), and ``fddim_clipped(clip=None)`` is F-DDIM (equal to FDPMSolverSampler on
     the exact gmm3 toy, 1e-10) while clipping changes it."""

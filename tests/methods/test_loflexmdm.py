@@ -367,7 +367,7 @@ def test_length_conditioning_starts_as_the_plain_generator_and_reads_each_rows_o
         build_model(task="bracket-safe", schedule=schedule, vocab_size=16, length_conditioning=True)
 
 
-# --------------------------------------------------------------------------- the chain task (issue 37: an order to learn)
+# --------------------------------------------------------------------------- the chain task (an order to learn)
 def test_chain_task_is_determined_right_to_left_and_a_guess_left_to_right() -> None:
     """Every sequence of the chain law is a root-to-leaf path: each token is the parent of its right neighbour (a
     function of it), while every non-final token has exactly 2 possible right neighbours (left-to-right is a
@@ -435,7 +435,7 @@ class _StubPhi(torch.nn.Module):
 
 
 def test_chain_schedule_reports_the_leaf_and_the_distance_order() -> None:
-    """`chain_schedule` (the issue's "φ's insertion times by position"): a planted leaf-first φ gives ratio
+    """`chain_schedule` (φ's insertion times by position): a planted leaf-first φ gives ratio
     (determined / leaf) < 1, the leaf's mean insertion time 1/(1 + b) = 1/6 at distance 0 and a negative Spearman
     with the distance from the end; the mirror (first token early) gives ratio > 1, a positive Spearman and the high
     multiplier at position 0 of ``by_position``, so a report that read positions from the wrong end, or the ratio

@@ -180,7 +180,7 @@ def test_toy_equal_variant_answers_additions():
     assert out.stats[0]["ar_forwards"] < out.stats[0]["new_tokens"]
 
 
-# ----------------------------------------------------------------------------- speed measurement (issue 40 item 2)
+# ----------------------------------------------------------------------------- speed measurement (thread-CPU cost per forward)
 class _AnswerKey:
     """The addition task's answer key: the full answer region (answer, EOS, EOS padding) of a prompt row."""
 
@@ -275,7 +275,7 @@ def test_forward_count_bound_is_what_a_perfect_dlm_reaches(task, digits, region,
 def test_forward_costs_count_cpu_time_not_time_off_the_cpu(toy_pipe):
     """The benchmark's cost per forward is thread-CPU time: a DLM whose forward also waits 30 ms off the CPU
     (what a loaded machine does to wall clock) keeps its cost, while its wall clock shows the wait. With wall
-    medians (the cost line before issue 40) the waiting DLM would cost > 30 ms."""
+    medians (the earlier cost line) the waiting DLM would cost > 30 ms."""
     import time
 
     from zoo.methods.poe_bridge.speed import Stopwatch, forward_costs

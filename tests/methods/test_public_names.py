@@ -1,4 +1,4 @@
-"""Issue 40 item 4: the public names of every method package are a committed list, so a name that disappears
+"""The public names of every method package are a committed list, so a name that disappears
 (moved without an alias, renamed, deleted) fails here until its list is edited on purpose.
 
 A package's public names, read statically (no import: ast of the sources, the committed ``zoo-index.json``):
@@ -122,7 +122,7 @@ def test_a_deprecated_alias_warns_and_is_the_moved_object(module, attr, new):
 
 
 def test_the_removed_digits_unet_path_works_again(tmp_path):
-    """The path issue 40 found broken: ``from zoo.methods.f_dpmsolver.toy import build_digits_unet`` and a third-party
+    """A moved path stays importable: ``from zoo.methods.f_dpmsolver.toy import build_digits_unet`` and a third-party
     spec's ``factory: "zoo.methods.f_dpmsolver.toy:build_digits_unet"`` (``zoo validate`` statically, then built and
     sampled) work, with a DeprecationWarning naming the new path; on main both failed (ImportError / not registered)."""
     from registry.resolve import resolve

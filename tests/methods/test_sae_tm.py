@@ -187,7 +187,7 @@ def test_train_steps_path_trains_a_fresh_batchtopk_sae():
 
 
 def test_kmeans_seed_follows_the_seed_and_the_param_fixes_it(monkeypatch):
-    """Issue 40 item 3: stage 3's k-means ``random_state`` is the call's seed (so a seed sweep measures the k-means
+    """Stage 3's k-means ``random_state`` is the call's seed (so a seed sweep measures the k-means
     spread too), ``retopic(kmeans_seed=...)`` overrides it, and the ``kmeans_seed`` param fixes it (42 = the reference
     code's). On main every merge used random_state 42 whatever the seed."""
     import sklearn.cluster
