@@ -111,3 +111,28 @@ def test_an_installed_builtin_spec_finds_its_card_among_the_shipped_cards(tmp_pa
     monkeypatch.setattr(cards, "shipped_docs", lambda: shipped)
     assert card_path(p, docs) == ((shipped / shipped_rel).resolve(), "")
     assert card_path(p, "../docs/../../secret.md")[0] is None
+
+
+#: A card is user documentation: at most this many lines (the history of attempts goes to its NOTES.md).
+CARD_MAX_LINES = 200
+
+
+def long_cards(folder: Path) -> list[str]:
+    """``name: lines`` of every card in ``folder`` over :data:`CARD_MAX_LINES` (notes and generated bench tables
+    are not cards)."""
+    out = []
+    for p in sorted(folder.glob("*.md")):
+        if p.name.endswith((".NOTES.md", "-bench.md")):
+            continue
+        n = len(p.read_text().splitlines())
+        if n > CARD_MAX_LINES:
+            out.append(f"{p.name}: {n}")
+    return out
+
+
+def test_every_method_card_is_at_most_200_lines(tmp_path: Path) -> None:
+    assert long_cards(REPO / "docs" / "methods") == []
+    (tmp_path / "long.md").write_text("x\n" * 201)  # planted: caught
+    (tmp_path / "long.NOTES.md").write_text("x\n" * 500)  # notes may be long
+    (tmp_path / "ok.md").write_text("x\n" * 200)
+    assert long_cards(tmp_path) == ["long.md: 201"]
