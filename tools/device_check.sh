@@ -2,7 +2,7 @@
 # One prepared GPU check (for a session that is lent a GPU machine): every spec's CPU variant
 # through the conformance harness on cuda, then in bf16 where a spec's CPU variant declares it,
 # then `zoo sample` under torchrun on cuda, then PoE-Bridge's speed benchmark on cuda (its 5x claim is a GPU
-# claim, issue 40), then the other benchmarks. Writes everything under ${OUT:-out}/ and prints a summary table.
+# claim, issue 40), then Deep Forcing's 480x832 random-weight Wan probe (memory, bf16 drift; issue 38), then the other benchmarks. Writes everything under ${OUT:-out}/ and prints a summary table.
 #   usage: bash tools/device_check.sh            (expects the project installed, e.g. by .ci/run)
 #          POE_ONLY=1 DEVICE=cpu POE_ARGS=--quick bash tools/device_check.sh   (the PoE-Bridge step alone, a CPU dry run;
 #          POE_ARGS replaces the default "--problems 64 --repeats 3")
@@ -49,6 +49,13 @@ for s in f-dpmsolver:digits unidflow:toy; do
 done
 rm -rf "$SAMPLES"
 poe_bench
+# Deep Forcing's Wan path at the real shape (issue 38 item 4): a random-weight Wan2.1-1.3B-shaped transformer, 8 chunks
+# of 3 latent frames at 480x832 through the Deep Forcing cache; peak CUDA memory (bf16) and bf16-vs-fp32 drift per
+# chunk, with the fp32 RoPE rotation and the earlier cast-first one (prints one SKIP line without CUDA)
+echo "== deep-forcing device probe --device $DEVICE" | tee -a "$OUT/bench.txt"
+timeout "${DF_PROBE_TIMEOUT:-300}" python -m zoo.methods.deep_forcing.device_probe --device "$DEVICE" \
+  --json "$OUT/deep-forcing-probe.json" 2>&1 | grep -v "should be kept in float32" | tee "$OUT/deep-forcing-probe.txt" | tee -a "$OUT/bench.txt" \
+  || echo "(deep-forcing probe failed, see deep-forcing-probe.txt)" | tee -a "$OUT/bench.txt"
 # every benchmark that takes --device, on cuda, through the engine's CLI (--quick: this script is sized to fit)
 for name in $(python -c "import zoo; print(' '.join(zoo.list()))"); do
   timeout 120 zoo bench "$name" --help 2>/dev/null | grep -q -- "--device" || continue

@@ -215,3 +215,54 @@ def test_shifted_grid_is_fluxs_time_shift() -> None:
         want = [1.0] + [shift / (shift + 1 / s - 1) for s in sig[1:-1]] + [0.0]
         assert all(math.isclose(1 - t, w, abs_tol=1e-12) for t, w in zip(ts, want))
         assert all(b > a for a, b in zip(ts, ts[1:]))
+
+
+def test_adam_lr_decays_over_the_outer_steps_by_default_and_over_the_inner_loop_as_an_option() -> None:
+    """The authors' reward sampler (fluxfm_sampler_reward.py) sets Adam's lr to eta (1 - k / K) at guided step k of K
+    and keeps it over the inner loop; lr_schedule: inner is the earlier reading eta (1 - i / n_opt). At n_opt = 1 Adam's
+    first update is lr * sign(g) per element, so the applied FMRG-J correction Step(x) + Delta (z - x) reveals the lr:
+    under "outer" it is eta at step 0 and eta / N at step N - 1; under "inner" eta at both. Negative control: at
+    N = 1 (k = 0 of K = 1) the two schedules give bit-identical samples."""
+    from zoo.methods.fmrg.sampler import adam_lr, time_grid
+
+    assert adam_lr(2.0, "outer", 0, 1, 0, 4) == 2.0 and adam_lr(2.0, "outer", 0, 1, 3, 4) == 0.5
+    assert adam_lr(2.0, "inner", 0, 1, 3, 4) == 2.0 and adam_lr(2.0, "inner", 1, 2, 0, 4) == 1.0
+    assert adam_lr(2.0, "outer", 1, 2, 0, 4) == 2.0  # constant over the inner loop
+    m = _gauss([0.5, -0.3], [0.3, 1.5])
+    x = _x0(16)
+    N, eta = 4, 0.7
+    ts = time_grid(N)
+    seen = {}
+    for sched in ("outer", "inner"):
+        for gm in ("jac", "euc"):
+            s = FMRGSampler({"flow_map": m}, FMRGSampler.Params(num_steps=N, grad_mode=gm, step_size=eta, num_optim_iters=1, lr_schedule=sched, reward=R))
+            for k in (0, N - 1):
+                t, tn = ts[k], ts[k + 1]
+                with torch.no_grad():
+                    step = x + (tn - t) * m.mean_velocity(x, t, 1.0)
+                corr = (s.guided_step(x, t, tn, k, N) - step).abs()
+                w = (tn - t) if gm == "jac" else (1 - t) * tn  # FMRG-J: Delta; FMRG-E: the back-projection weight, no x Delta
+                lr = corr / w
+                seen[sched, gm, k] = float(lr.mean())
+                assert torch.allclose(lr, torch.full_like(lr, seen[sched, gm, k]), rtol=1e-4)  # Adam eps 1e-8 vs |g|
+    for gm in ("jac", "euc"):
+        assert math.isclose(seen["outer", gm, 0], eta, rel_tol=1e-4) and math.isclose(seen["outer", gm, N - 1], eta / N, rel_tol=1e-4)
+        assert math.isclose(seen["inner", gm, 0], eta, rel_tol=1e-4) and math.isclose(seen["inner", gm, N - 1], eta, rel_tol=1e-4)
+    run = lambda n, sched: FMRGSampler({"flow_map": m}, FMRGSampler.Params(num_steps=n, step_size=eta, lr_schedule=sched, reward=R))(noise=x).samples  # noqa: E731
+    assert not torch.equal(run(N, "outer"), run(N, "inner"))
+    assert torch.equal(run(1, "outer"), run(1, "inner"))
+
+
+def test_fmrg_e_times_delta_is_the_inverse_problem_samplers_option() -> None:
+    """FMRG-E's correction w (x1* - x1_hat) carries the extra x Delta only with euc_times_dt (the authors' inverse-
+    problem sampler with normalisation); by default (their reward sampler) it does not."""
+    from zoo.methods.fmrg.sampler import time_grid
+
+    m = _gauss([0.5, -0.3], [0.3, 1.5])
+    x = _x0(8)
+    t, tn = time_grid(4)[1:3]
+    with torch.no_grad():
+        step = x + (tn - t) * m.mean_velocity(x, t, 1.0)
+    mk = lambda dt_on: FMRGSampler({"flow_map": m}, FMRGSampler.Params(grad_mode="euc", step_size=0.5, euc_times_dt=dt_on, reward=R))  # noqa: E731
+    c_off, c_on = mk(False).guided_step(x, t, tn, 1, 4) - step, mk(True).guided_step(x, t, tn, 1, 4) - step
+    assert torch.allclose(c_on, (tn - t) * c_off, rtol=1e-12, atol=1e-15) and not torch.allclose(c_on, c_off)

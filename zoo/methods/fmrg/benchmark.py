@@ -1,6 +1,9 @@
 """Benchmark of ``fmrg``: reward vs on-manifold log-likelihood across guidance strengths at 3-6 NFE for FMRG-E,
-FMRG-J (the authors' normalisation: velocity-norm gradients, Adam with decaying lr; ``flow_map1`` chord steps, and
-``flow_map2`` exact jumps at the same NFE, "fm2"), FMRG-J without the normalisation (plain gradient), DPS-style denoiser guidance and best-of-N, on exact two-time flow maps of (a) the 3-component toy
+FMRG-J (the authors' normalisation: velocity-norm gradients, Adam with lr decaying over the outer steps as in the
+authors' reward sampler; ``flow_map1`` chord steps, and ``flow_map2`` exact jumps at the same NFE, "fm2"), the
+earlier reading ("inner lr": lr decayed over the inner iteration, i.e. constant at n_opt = 1; FMRG-E with the
+inverse-problem sampler's extra x Delta), FMRG-J without the normalisation (plain gradient), DPS-style denoiser
+guidance and best-of-N, on exact two-time flow maps of (a) the 3-component toy
 mixture ``gmm3`` and (b) the single Gaussian ``gaussian`` of :mod:`zoo.common.gmm`, with the quadratic reward
 ``r = -||x - y||^2 / (2 tau^2)``, ``y = (0.3, 1.4)`` off the data manifold, ``tau = 0.5`` (method note section 6).
 On (b) the closed-form LQR optimum of the strength-lambda problem is the reference curve (rewards module).
@@ -26,7 +29,7 @@ REWARD = {"kind": "quadratic", "target": [0.3, 1.4], "tau": 0.5}
 ETAS = [0.0, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0]
 PLAIN_ETAS = [0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8]
 LAMBDAS = [0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
-METHODS = ["FMRG-J", "FMRG-E", "FMRG-J fm2", "FMRG-E fm2", "FMRG-J (plain)", "DPS", "best-of-N"]
+METHODS = ["FMRG-J", "FMRG-E", "FMRG-J fm2", "FMRG-E fm2", "FMRG-J (inner lr)", "FMRG-E (inner lr, ×Δ)", "FMRG-J (plain)", "DPS", "best-of-N"]
 
 
 def _row(model, out, x1_ref=None) -> dict[str, Any]:
@@ -68,6 +71,11 @@ def sweep(mixture: str, nfes: list[int], n: int, seed: int) -> dict[str, Any]:
                 grid = dict(num_steps=k + (N % 2), early_stop=k) if N % 2 else dict(num_steps=k)
                 s = FMRGSampler(fm, FMRGSampler.Params(**grid, sample_mode="flow_map2", grad_mode=gm, step_size=eta, num_optim_iters=1, reward=REWARD))
                 rows.append({"method": name + " fm2", "strength": eta, **_row(model, s(noise=x0), ref)})
+                # this module's earlier reading (before issue 38): Adam lr decayed over the inner iteration (constant at
+                # n_opt = 1) and, for FMRG-E, the inverse-problem sampler's extra x Delta
+                s = FMRGSampler(fm, FMRGSampler.Params(num_steps=N, grad_mode=gm, step_size=eta, num_optim_iters=1, lr_schedule="inner",
+                                                       euc_times_dt=gm == "euc", reward=REWARD))
+                rows.append({"method": name + " (inner lr" + (", ×Δ)" if gm == "euc" else ")"), "strength": eta, **_row(model, s(noise=x0), ref)})
         for eta in PLAIN_ETAS:
             s = FMRGSampler(fm, FMRGSampler.Params(num_steps=N, grad_mode="jac", step_size=eta, num_optim_iters=1, use_adam=False,
                                                    normalize_grad=False, reward=REWARD))
@@ -127,6 +135,7 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     nfes = sorted({r["nfe"] for r in res["gmm3"]["rows"]})
     fig, axes = plt.subplots(2, len(nfes), figsize=(4 * len(nfes), 7.5), squeeze=False)
     style = {"FMRG-J": ("C0", "o"), "FMRG-E": ("C1", "s"), "FMRG-J fm2": ("C5", "o"), "FMRG-E fm2": ("C6", "s"), "FMRG-J (plain)": ("C4", "x"), "DPS": ("C3", "^"), "best-of-N": ("C2", "*"),
+             "FMRG-J (inner lr)": ("C7", "."), "FMRG-E (inner lr, ×Δ)": ("C8", "."),
              "LQR optimum": ("k", "")}
     for i, mix in enumerate(("gmm3", "gaussian")):
         rows = res[mix]["rows"]

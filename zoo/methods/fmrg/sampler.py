@@ -11,12 +11,20 @@ arXiv 2604.27147 (ICML 2026); public code github.com/jrrhuang/fmrg (``fluxfm_sam
   ``flow_map2`` = the exact jump ``X_{t,t'}(x) = x + Delta u(x, t, t')`` (2 NFE/step);
 * **FMRG-E** (Euclidean): ``n_opt`` ascent steps on ``r`` in endpoint space from ``x1_hat``, then
   ``x' = Step(x) + w (x1* - x1_hat)`` with the back-projection weight ``w = (1 - t) t'`` (code:
-  ``tau_cur (1 - tau_next)``), times ``Delta`` when ``normalize_grad``;
+  ``tau_cur (1 - tau_next)``), times ``Delta`` only with ``euc_times_dt`` (the authors' *inverse-problem* sampler
+  ``fluxfm_sampler_ip.py`` multiplies by ``dt`` when it normalises; their *reward* sampler
+  ``fluxfm_sampler_reward.py``, which this module follows, has no such factor);
 * **FMRG-J** (Jacobian): ``n_opt`` ascent steps in state space on ``z -> r(X_{t,1}(z))`` from ``z = x`` (each a
   forward + backward through the flow map; the first reuses the step's call), then ``x' = Step(x) + Delta (z - x)``.
 * the authors' normalisation: each gradient rescaled to the norm of the velocity (``normalize_grad``) and an
-  Adam inner optimiser with decaying learning rate ``eta (1 - i / n_opt)`` (``use_adam``); the note's smoke test
-  found the untuned plain-gradient version unstable.
+  Adam inner optimiser (``use_adam``), fresh at every guided step, whose learning rate decays over the *outer*
+  sampling steps, ``eta (1 - k / K)`` at guided step k of K (``lr_schedule: outer``, the default: the authors'
+  reward sampler, https://github.com/jrrhuang/fmrg/blob/main/fluxfm_sampler_reward.py, ``reward_consistency_xt``
+  and ``reward_consistency``: ``lr = stepsize * (1.0 - timestep_idx / total_timesteps)``, with ``timestep_idx``
+  the outer step and ``total_timesteps`` the number of guided steps) and is constant over the ``n_opt`` inner
+  iterations. ``lr_schedule: inner`` keeps this module's earlier reading, ``eta (1 - i / n_opt)`` over the inner
+  iteration i (which never decays at n_opt = 1). The note's smoke test found the untuned plain-gradient version
+  unstable.
 
 Only the first ``early_stop`` steps are guided; the trajectory is finished with uncontrolled flow-map jumps
 (``unguided_steps`` of them over the rest of ``[t, 1]``, or the rest of the grid).
@@ -38,7 +46,7 @@ from registry.outputs import ProcedureOutput
 from .model import has_two_time_interface
 from .rewards import RewardSpec, reward_fn, reward_grad
 
-__all__ = ["FMRGOutput", "FMRGSampler", "FlowMapSampler", "DPSSampler", "BestOfNSampler", "time_grid", "backprojection_weight"]
+__all__ = ["FMRGOutput", "FMRGSampler", "FlowMapSampler", "DPSSampler", "BestOfNSampler", "time_grid", "backprojection_weight", "adam_lr"]
 
 
 @dataclass
@@ -150,9 +158,20 @@ class FlowMapSampler(_Base):
         return self._finish(x, nfe0)
 
 
-def _adam(n_opt: int, eta: float):
-    """Per-element Adam (Kingma & Ba, arXiv 1412.6980; betas 0.9/0.999, eps 1e-8) with the authors' decaying
-    learning rate ``eta (1 - i / n_opt)``, as an ascent step ``z + lr * m_hat / (sqrt(v_hat) + eps)``."""
+def adam_lr(eta: float, schedule: str, i: int, n_opt: int, k: int, K: int) -> float:
+    """Adam learning rate at inner iteration ``i`` of ``n_opt`` in guided step ``k`` of ``K``: ``outer`` (the
+    authors' reward sampler) ``eta (1 - k / K)``, constant over the inner loop; ``inner`` ``eta (1 - i / n_opt)``,
+    the same at every guided step."""
+    if schedule == "outer":
+        return eta * (1.0 - k / K)
+    if schedule == "inner":
+        return eta * (1.0 - i / n_opt)
+    raise ValueError(f"lr_schedule must be 'outer' or 'inner', got {schedule!r}")
+
+
+def _adam(n_opt: int, eta: float, schedule: str = "outer", k: int = 0, K: int = 1):
+    """Per-element Adam (Kingma & Ba, arXiv 1412.6980; betas 0.9/0.999, eps 1e-8; torch.optim.Adam's update) with
+    the learning rate of :func:`adam_lr`, as an ascent step ``z + lr * m_hat / (sqrt(v_hat) + eps)``."""
     state: dict[str, Any] = {}
 
     def step(z: torch.Tensor, g: torch.Tensor, i: int) -> torch.Tensor:
@@ -160,7 +179,7 @@ def _adam(n_opt: int, eta: float):
         v = state.get("v", torch.zeros_like(g)) * 0.999 + 0.001 * g * g
         state["m"], state["v"] = m, v
         mh, vh = m / (1 - 0.9 ** (i + 1)), v / (1 - 0.999 ** (i + 1))
-        return z + eta * (1.0 - i / n_opt) * mh / (vh.sqrt() + 1e-8)
+        return z + adam_lr(eta, schedule, i, n_opt, k, K) * mh / (vh.sqrt() + 1e-8)
 
     return step
 
@@ -174,8 +193,11 @@ class FMRGSampler(FlowMapSampler):
         num_optim_iters: int = Field(1, ge=0, le=100, description="n_opt inner ascent steps per guided step")
         early_stop: int | None = Field(None, ge=0, le=1000, description="guide only the first early_stop steps (None: all)")
         unguided_steps: int | None = Field(None, ge=1, le=1000, description="finish after early_stop with this many uncontrolled jumps (None: the rest of the grid)")
-        normalize_grad: bool = Field(True, description="rescale each gradient to the norm of u(x, t, 1) (authors); FMRG-E also multiplies its correction by Delta")
-        use_adam: bool = Field(True, description="Adam with lr eta (1 - i / n_opt) (authors' default in reward mode) instead of plain gradient ascent")
+        normalize_grad: bool = Field(True, description="rescale each gradient to the norm of u(x, t, 1) (authors)")
+        use_adam: bool = Field(True, description="Adam with a decaying lr (lr_schedule; authors' default in reward mode) instead of plain gradient ascent")
+        lr_schedule: Literal["outer", "inner"] = Field(
+            "outer", description="Adam lr decay: outer = eta (1 - k / K) over the K guided steps (authors' reward sampler); inner = eta (1 - i / n_opt) over the inner iterations")
+        euc_times_dt: bool = Field(False, description="FMRG-E: multiply the back-projected correction by Delta (the authors' inverse-problem sampler with normalisation; their reward sampler has no such factor)")
 
         @model_validator(mode="after")
         def _stops(self):
@@ -189,17 +211,17 @@ class FMRGSampler(FlowMapSampler):
         gn = g.norm(dim=-1, keepdim=True)
         return g * (u.norm(dim=-1, keepdim=True) / gn.clamp_min(1e-300))
 
-    def _optimiser(self):
+    def _optimiser(self, k: int, K: int):
         p = self.params
         if p.use_adam:
-            return _adam(max(p.num_optim_iters, 1), p.step_size)
+            return _adam(max(p.num_optim_iters, 1), p.step_size, p.lr_schedule, k, K)
         return lambda z, g, i: z + p.step_size * g
 
-    def guided_step(self, x: torch.Tensor, t: float, tn: float) -> torch.Tensor:
-        """One guided step t -> t' (FMRG-E or FMRG-J)."""
+    def guided_step(self, x: torch.Tensor, t: float, tn: float, k: int = 0, K: int = 1) -> torch.Tensor:
+        """One guided step t -> t' (FMRG-E or FMRG-J), the k-th of K guided steps (0-based; the outer lr schedule)."""
         p, m = self.params, self.model
         dt = tn - t
-        opt = self._optimiser()
+        opt = self._optimiser(k, K)
         if p.grad_mode == "euc":
             with torch.no_grad():
                 u1 = m.mean_velocity(x, t, 1.0)
@@ -208,7 +230,7 @@ class FMRGSampler(FlowMapSampler):
             for i in range(p.num_optim_iters):
                 z1 = opt(z1, self._normalise(reward_grad(self.reward, z1), u1), i)
             corr = backprojection_weight(t, tn) * (z1 - x1)
-            if p.normalize_grad:
+            if p.euc_times_dt:
                 corr = dt * corr
             with torch.no_grad():
                 return _advance(m, x, t, tn, p.sample_mode, u1) + corr
@@ -234,8 +256,8 @@ class FMRGSampler(FlowMapSampler):
         nfe0 = self.model.nfe
         ts = time_grid(p.num_steps, p.shift)
         k_guided = p.num_steps if p.early_stop is None else p.early_stop
-        for t, tn in zip(ts[:k_guided], ts[1 : k_guided + 1]):
-            x = self.guided_step(x, t, tn)
+        for k, (t, tn) in enumerate(zip(ts[:k_guided], ts[1 : k_guided + 1])):
+            x = self.guided_step(x, t, tn, k, k_guided)
         rest = ts[k_guided:]
         if p.unguided_steps is not None and len(rest) > 1:
             t0 = rest[0]
