@@ -93,8 +93,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         except (ParamError, BuildError) as exc:
             errors.append(SpecError(exc.message, exc.location))
 
-    def tiny_config(src: Any, field: str) -> None:
-        """A package without a static index: ``tiny_config`` (merged over ``config``) through the imported
+    def check_tiny(src: Any, field: str) -> None:
+        """A package without a static index: ``tiny.config`` (merged over ``config``) through the imported
         factory's params model, as the conformance loading-path check will build it."""
         from .build import factory_kwargs
         from .errors import ParamError
@@ -105,7 +105,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             return  # checked statically above, or already reported
         try:
             factory_kwargs(resolve_target(src.factory, locate(file, f"{field}.factory"), kind="factory"), src.config,
-                           lambda name: locate(file, f"{field}.{name}"), src.tiny_config)
+                           lambda name: locate(file, f"{field}.{name}"), src.tiny_overrides())
         except ResolveError:
             return  # reported by target()
         except ParamError as exc:
@@ -156,7 +156,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             src.lint(LintRequest(field=field, role=role, variant=variant, resolve=resolve,
                                  problem=lambda at, msg: errors.append(SpecError(msg, locate(file, at))),
                                  target=target, params=params, library_has=library_has,
-                                 foreign_problem=foreign_role_problem, tiny_config=tiny_config))
+                                 foreign_problem=foreign_role_problem, check_tiny=check_tiny))
             tcfg = {**src.transform_config,  # a {file:, sha256:} value reaches the transform as a path
                     **{key: ref.file for key, ref in src.config_files().items()}}
             call_params(src.transform, tcfg, f"{field}.transform_config", "transform")

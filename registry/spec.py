@@ -16,7 +16,7 @@ from . import sources
 from .schema import *  # noqa: F401,F403 - the atoms are part of this module's public surface
 from .schema import (MODULE_RE, NAME_RE, PACKAGE_RE, SHA256_RE, TARGET_RE, Accelerator, ConsentFree, DType, Name, Paper,
                      Strict, Target, _requirements, normalized_file)
-from .sources import HubSource, RoleSource, SourceKind, TimmSource, ZooSource  # noqa: F401 - re-exported
+from .sources import HubSource, RoleSource, SourceKind, TimmSource, ZooSource, ZooTiny  # noqa: F401 - re-exported
 from .sources.timm import TIMM_KWARGS  # noqa: F401 - re-exported
 
 
