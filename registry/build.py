@@ -227,14 +227,14 @@ def make_procedure(
     ctx: Any = None,
 ) -> Any:
     """Instantiate a sampler/recipe with its params: spec ``params``, then the spec's
-    ``variant_params`` of ``variant``, then the caller's ``overrides``; ``ctx`` becomes its ``self.ctx``."""
+    ``params_by_variant`` of ``variant``, then the caller's ``overrides``; ``ctx`` becomes its ``self.ctx``."""
     section, proc = spec.procedure(name)
     cls = resolve(proc.target, locate(file, f"{section}.{name}.target"), kind="procedure")
     params_cls = getattr(cls, "Params", None)
     if params_cls is None:
         raise BuildError(f"{proc.target} has no Params model (see registry.contract.Procedure)")
     overrides = dict(overrides or {})
-    spec_values = {**proc.params, **proc.variant_params.get(variant or "", {})}
+    spec_values = {**proc.params, **proc.params_by_variant.get(variant or "", {})}
     try:
         refuse_consent_keys(spec_values)
     except ValueError as exc:

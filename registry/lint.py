@@ -1,6 +1,6 @@
 """Checks beyond the schema: code targets point into allowed packages, shipped weights exist and
 match their sha256 (no import), every target is registered for its kind, procedure ``params`` /
-``variant_params`` and factory ``config`` match the implementation's models, and ``model_class``
+``params_by_variant`` and factory ``config`` match the implementation's models, and ``model_class``
 names a public class of transformers/diffusers. Used by ``zoo validate``.
 
 Targets are looked up statically in the ``zoo-index.json`` their package ships (see
@@ -118,8 +118,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         for name, proc in getattr(spec, section).items():
             entry = target(proc.target, f"{section}.{name}.target", "procedure")
             params(entry, proc.params, f"{section}.{name}.params")
-            for v, values in proc.variant_params.items():
-                params(entry, values, f"{section}.{name}.variant_params.{v}")
+            for v, values in proc.params_by_variant.items():
+                params(entry, values, f"{section}.{name}.params_by_variant.{v}")
     for i, metric in enumerate(spec.metrics):
         call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")

@@ -128,7 +128,7 @@ def save(pipe: "Pipeline", directory: str | os.PathLike[str], *, variant: str | 
 def _saved_spec(pipe: "Pipeline", folder: Path, name: str, replace: dict[str, Any]) -> dict[str, Any]:
     spec, v = pipe.spec, pipe.variant
     data = spec.model_dump(mode="json", exclude_defaults=True)
-    for key in ("extends", "docs", "variant_defaults", "inherit_metrics", "training"):  # training: names files the folder does not hold
+    for key in ("extends", "docs", "default_by_variant", "inherit_metrics", "training"):  # training: names files the folder does not hold
         data.pop(key, None)
     hw = spec.hardware[v].model_dump(mode="json", exclude_defaults=True)
     if replace and hw.get("status") == "needs-training":  # the trained weights are what it needed
@@ -149,7 +149,7 @@ def _saved_spec(pipe: "Pipeline", folder: Path, name: str, replace: dict[str, An
             if pname not in pipe.samplers:
                 continue  # not built on this variant (its roles have no source here)
             entry = proc.model_dump(mode="json", exclude_defaults=True)
-            entry.pop("variant_params", None)
+            entry.pop("params_by_variant", None)
             params = pipe.samplers[pname].params.model_dump(mode="json", exclude_unset=True)
             entry.pop("params", None)
             if params:

@@ -94,12 +94,12 @@ def test_entry_point_plugin_specs_are_discovered(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr  # zoo_demo_plugin allowed through the zoo.plugins entry point
 
 
-def test_variant_params_apply_to_their_variant_only(tmp_path: Path) -> None:
+def test_params_by_variant_apply_to_their_variant_only(tmp_path: Path) -> None:
     import zoo
 
     (tmp_path / "demo-affine.safetensors").write_bytes((FIXTURES / "demo-affine.safetensors").read_bytes())
     text = (FIXTURES / "demo-gaussian.yaml").read_text().replace(
-        'params: {temperature: 1.0}}', 'params: {temperature: 1.0}, variant_params: {toy: {steps: 3}, full: {steps: 7}}}')
+        'params: {temperature: 1.0}}', 'params: {temperature: 1.0}, params_by_variant: {toy: {steps: 3}, full: {steps: 7}}}')
     (tmp_path / "v.yaml").write_text(text.replace("name: demo-gaussian", "name: demo-variant-params"))
     pipe = zoo.load(str(tmp_path / "v.yaml"))
     assert pipe.variant == "toy" and pipe.samplers["gaussian"].params.steps == 3

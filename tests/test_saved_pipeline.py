@@ -47,7 +47,7 @@ def _derived_spec(tmp: Path) -> Path:
                              "models": {r: {"variants": {v: None for v in m.variants if v != "toy"}} if r in DERIVED_ROLES_KEPT else None
                                         for r, m in robuq.models.items()},
                              "samplers": {n: None for n in robuq.samplers if n != "w158a4"}, "recipes": None,
-                             "default": "w158a4", "variant_defaults": None, "metrics": [], "invariants": [], "bench": None, "training": None}
+                             "default": "w158a4", "default_by_variant": None, "metrics": [], "invariants": [], "bench": None, "training": None}
     path = tmp / "robuq-one-copy.yaml"
     path.write_text(yaml.safe_dump(child, sort_keys=False))
     return path

@@ -231,7 +231,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for section in ("samplers", "recipes"):
         for n, p in getattr(s, section).items():
             rows.append([section[:-1], n + _default_mark(s, n), p.target, json.dumps(p.params) if p.params else ""])
-            rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.variant_params.items()]
+            rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.params_by_variant.items()]
     for line in _table(rows, "  "):
         builtins.print(line)
     from zoo.options import option_lines
