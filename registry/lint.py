@@ -181,7 +181,7 @@ def foreign_role_problem(src: Any, variant: str) -> str | None:
     if path is None:
         return f"no spec named {src.from_spec!r} in the catalog (built-ins, zoo.specs plugins, ZOO_SPECS_PATH)"
     try:
-        data = read_document(path).data
+        data = read_document(path, warn=False).data  # another spec: its own load warns about its spellings
     except _SpecError as exc:
         return f"spec {src.from_spec!r} cannot be read: {exc}"
     v = src.from_variant or variant

@@ -263,11 +263,11 @@ class Spec(Strict):
             hw = self.hardware[v]
             if hw.recipe is not None and hw.recipe not in self.recipes:
                 raise ValueError(f"hardware.{v}.recipe: {hw.recipe!r} is not a recipe (have: {', '.join(self.recipes) or 'none'})")
-        for section in (self.samplers, self.recipes):
+        for sname, section in (("samplers", self.samplers), ("recipes", self.recipes)):
             for pname, proc in section.items():
                 unknown = [v for v in proc.params_by_variant if v not in self.variants]
                 if unknown:
-                    raise ValueError(f"{pname}.params_by_variant: unknown variant(s) {', '.join(unknown)}")
+                    raise ValueError(f"{sname}.{pname}.params_by_variant: unknown variant(s) {', '.join(unknown)}")
                 for role in [*(proc.roles or []), *([proc.produces] if proc.produces else [])]:
                     if role not in self.models:
                         raise ValueError(f"{pname}: unknown role {role!r} (roles: {', '.join(self.models) or 'none'})")
