@@ -530,7 +530,7 @@ def batching(proc: Any, batch_size: int, exact: bool) -> str:
 def run_identity(pipe: Any, sampler: str, seed: int, shard_size: int, how: str) -> dict[str, Any]:
     import torch
 
-    proc = pipe.samplers[sampler]
+    proc = pipe.procedures[sampler]
     return {"spec": pipe.spec.name, "spec_sha256": spec_sha256(pipe.spec), "variant": pipe.variant, "sampler": sampler,
             "params": json.loads(proc.params.model_dump_json()), "seed": seed, "row_seed": ROW_SEED_RULE,
             "shard_size": shard_size, "batching": how, "device": torch.device(pipe.device).type,
@@ -706,7 +706,7 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         name = pipe.default
         if (why := refusal(spec, name)) is not None:
             raise SampleError(why)
-        proc = pipe.samplers[name]
+        proc = pipe.procedures[name]
         how = batching(proc, batch_size, exact)
         step = 1 if how == "one row per call" else batch_size
         _check_first_call(proc, seed, min(step, num_samples), cli)

@@ -123,7 +123,7 @@ def test_a_role_may_cover_only_some_variants(tmp_path: Path) -> None:
     path = write_spec(tmp_path, subset_spec())
     pipe = zoo.load(str(path))
     assert pipe.variant == "toy" and "teacher" not in pipe.models
-    assert "distill" not in pipe.samplers and "teacher" in pipe.unavailable["distill"]
+    assert "distill" not in pipe.procedures and "teacher" in pipe.unavailable["distill"]
     full = zoo.load(str(path), variant="train", sampler="distill")
     assert full(seed=0).shape == (1, 2)
 
@@ -187,7 +187,7 @@ def test_default_by_variant_picks_the_procedure_a_pipeline_of_that_variant_calls
     data["default_by_variant"] = {"toy": "apply"}
     path = write_spec(tmp_path, data)
     toy = zoo.load(str(path), variant="toy")
-    assert toy.default == "apply" and "distill" not in toy.samplers
+    assert toy.default == "apply" and "distill" not in toy.procedures
     train = zoo.load(str(path), variant="train")
     assert train.default == "distill" and train(seed=0).shape == (1, 2)
     assert zoo.load(str(path), variant="toy", sampler="apply").default == "apply"  # the caller's choice wins
