@@ -316,8 +316,8 @@ def private_copies(models: Mapping[str, Any], roles: "list[str] | None" = None) 
 
 def summarize(value: Any, limit: int = 100) -> str:
     """A short description of a result for printing: a typed output as one line per field (name, shape /
-    dtype, a short summary), never a truncated tensor repr (:func:`registry.outputs.summarize`)."""
-    from .outputs import summarize as impl
+    dtype, a short summary), never a truncated tensor repr (:func:`registry.results.summarize`)."""
+    from .results import summarize as impl
 
     return impl(value, limit)
 

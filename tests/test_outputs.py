@@ -1,4 +1,4 @@
-"""``registry.outputs.ProcedureOutput`` behaves like diffusers'
+"""``registry.results.ProcedureOutput`` behaves like diffusers'
 BaseOutput / transformers' ModelOutput, and ``ImageOutput`` gives ``.images`` / ``.pil_images`` views."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from registry.conformance import assert_same
-from registry.outputs import ImageOutput, ProcedureOutput
+from registry.results import ImageOutput, ProcedureOutput
 
 
 @dataclass
@@ -64,7 +64,7 @@ def test_image_output_views() -> None:
 
 
 def test_importing_outputs_is_torch_free() -> None:
-    code = "import sys, registry.outputs; print('torch' in sys.modules, 'PIL' in sys.modules)"
+    code = "import sys, registry.results; print('torch' in sys.modules, 'PIL' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == ["False", "False"]
 
 
