@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,14 +228,14 @@ def make_procedure(
     ctx: Any = None,
 ) -> Any:
     """Instantiate a sampler/recipe with its params: spec ``params``, then the spec's
-    ``variant_params`` of ``variant``, then the caller's ``overrides``; ``ctx`` becomes its ``self.ctx``."""
+    ``params_by_variant`` of ``variant``, then the caller's ``overrides``; ``ctx`` becomes its ``self.ctx``."""
     section, proc = spec.procedure(name)
     cls = resolve(proc.target, locate(file, f"{section}.{name}.target"), kind="procedure")
     params_cls = getattr(cls, "Params", None)
     if params_cls is None:
         raise BuildError(f"{proc.target} has no Params model (see registry.contract.Procedure)")
     overrides = dict(overrides or {})
-    spec_values = {**proc.params, **proc.variant_params.get(variant or "", {})}
+    spec_values = {**proc.params, **proc.params_by_variant.get(variant or "", {})}
     try:
         refuse_consent_keys(spec_values)
     except ValueError as exc:
@@ -284,13 +285,20 @@ class Pipeline:
     device: str
     dtype: str | None
     models: dict[str, Any]
-    samplers: dict[str, Any]
+    procedures: dict[str, Any]  # name -> built procedure, samplers and recipes alike
     default: str
     file: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)  # procedure -> why it is not built here
     skipped: list[str] = field(default_factory=list)  # variants passed over by the automatic choice, with why
     ctx: Any = field(default=None, repr=False)  # the registry.context.Context it was built with (metric checks: pipeline.ctx)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def samplers(self) -> dict[str, Any]:
+        """Deprecated alias of :attr:`procedures` (it always held recipes too), for one release: the same dict."""
+        warnings.warn("Pipeline.samplers is deprecated, use Pipeline.procedures (the same dict: samplers and recipes)",
+                      DeprecationWarning, stacklevel=2)
+        return self.procedures
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the default procedure; any failure is one line (:class:`RunError`) naming it. ``seed`` is an int, or
@@ -305,12 +313,12 @@ class Pipeline:
                     check_seed(s)
             else:
                 check_seed(seed)
-        return self._guard(lambda: self.samplers[self.default](*args, **kwargs))
+        return self._guard(lambda: self.procedures[self.default](*args, **kwargs))
 
     def run_cli(self, inputs: Any, seed: int) -> str:
         """What ``zoo run`` prints: the default procedure's ``run_cli``, failures as one line."""
         check_seed(seed, "--seed")
-        return self._guard(lambda: self.samplers[self.default].run_cli(inputs, seed))
+        return self._guard(lambda: self.procedures[self.default].run_cli(inputs, seed))
 
     def _guard(self, fn: Any) -> Any:
         try:
@@ -341,7 +349,7 @@ class Pipeline:
 
     @property
     def procedure(self) -> Any:
-        return self.samplers[self.default]
+        return self.procedures[self.default]
 
     @property
     def native(self) -> Any:
@@ -399,17 +407,17 @@ class Pipeline:
         for role, obj in models.items():
             if hasattr(obj, "to") and hasattr(obj, "parameters"):
                 models[role] = obj.to(device=dev) if want is None else obj.to(device=dev, dtype=want)
-        overrides = {n: p.params.model_dump(exclude_unset=True) for n, p in self.samplers.items()}
+        overrides = {n: p.params.model_dump(exclude_unset=True) for n, p in self.procedures.items()}
         self.models, self.device, self.dtype = models, dev, name if name is not None else self.dtype
-        self.samplers = {n: make_procedure(self.spec, n, models, dev, self.dtype, overrides[n], self.file, self.variant)
-                         for n in self.samplers}
+        self.procedures = {n: make_procedure(self.spec, n, models, dev, self.dtype, overrides[n], self.file, self.variant)
+                           for n in self.procedures}
         self._memo.clear()
         return self
 
     def __repr__(self) -> str:
         return (
             f"<zoo pipeline {self.spec.name} variant={self.variant} device={self.device} "
-            f"models={sorted(self.models)} samplers={sorted(self.samplers)} default={self.default}>"
+            f"models={sorted(self.models)} procedures={sorted(self.procedures)} default={self.default}>"
         )
 
 

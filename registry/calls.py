@@ -1,5 +1,5 @@
 """Keyword arguments of registered callables, validated by their params models before the call: a factory's
-``config`` (and ``tiny_config``), a metric check's ``check_params``, a transform's ``transform_config``. Every
+``config`` (and ``tiny.config``), a metric check's ``check_params``, a transform's ``transform_config``. Every
 problem is one :class:`registry.errors.ParamError` located at the spec field that wrote it."""
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 
 def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config`` validated by a registered factory's params model: the keyword arguments to call it with (only
-    the keys the spec gave). ``where(field)`` locates a spec field; with ``tiny`` (a ``tiny_config``, merged over
-    ``config``) a problem with one of its keys is located at ``tiny_config.<key>``, any other at ``config.<key>``."""
+    the keys the spec gave). ``where(field)`` locates a spec field; with ``tiny`` (a zoo source's ``tiny.config``, merged
+    over ``config``) a problem with one of its keys is located at ``tiny.config.<key>``, any other at ``config.<key>``."""
     tiny = dict(tiny or {})
-    field = lambda key: f"tiny_config.{key}" if key.split(".")[0] in tiny else f"config.{key}"  # noqa: E731
-    for name, values in (("config", config), ("tiny_config", tiny)):
+    field = lambda key: f"tiny.config.{key}" if key.split(".")[0] in tiny else f"config.{key}"  # noqa: E731
+    for name, values in (("config", config), ("tiny.config", tiny)):
         try:
             refuse_consent_keys(dict(values))
         except ValueError as exc:
@@ -37,7 +37,7 @@ def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Ma
     try:
         cfg = model_cls(**{**config, **tiny})
     except ValidationError as exc:
-        raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny_config" if tiny else "config"))) from None
+        raise validation_error(exc, model_cls, lambda f: where(field(f) if f else ("tiny.config" if tiny else "config"))) from None
     return {k: getattr(cfg, k) for k in cfg.model_fields_set}
 
 
@@ -91,4 +91,4 @@ def call_factory(target: str, config: Mapping[str, Any], sub: Any, tiny: Mapping
     except ZooError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bad config value must be one line, not a traceback
-        raise BuildError(f"factory {target} failed with this config: {one_line(exc)}", sub("tiny_config" if tiny else "config")) from exc
+        raise BuildError(f"factory {target} failed with this config: {one_line(exc)}", sub("tiny.config" if tiny else "config")) from exc

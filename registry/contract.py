@@ -248,7 +248,7 @@ def seed_list(seed: Any, n: int, who: str = "seed") -> list[int] | None:
 def _accepting_overrides(call: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a procedure's ``__call__`` so keyword arguments naming ``Params`` fields (and not the
     call's own inputs) are per-call overrides: ``pipe(seed=0, num_inference_steps=20)`` or
-    ``pipe.samplers["x"](..., **params)`` runs :meth:`Procedure.with_params` of them. The call's own
+    ``pipe.procedures["x"](..., **params)`` runs :meth:`Procedure.with_params` of them. The call's own
     inputs are validated first against ``__call__``'s annotations (:func:`registry.inputs.check_call`:
     strict types, bounds, the per-call size limits of :mod:`registry.limits`), so a size above its
     limit is one ``ParamError`` before anything is allocated."""
@@ -316,8 +316,8 @@ def private_copies(models: Mapping[str, Any], roles: "list[str] | None" = None) 
 
 def summarize(value: Any, limit: int = 100) -> str:
     """A short description of a result for printing: a typed output as one line per field (name, shape /
-    dtype, a short summary), never a truncated tensor repr (:func:`registry.outputs.summarize`)."""
-    from .outputs import summarize as impl
+    dtype, a short summary), never a truncated tensor repr (:func:`registry.results.summarize`)."""
+    from .results import summarize as impl
 
     return impl(value, limit)
 

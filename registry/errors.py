@@ -133,5 +133,10 @@ def one_line_import_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
 
 
+class ZooDeprecationWarning(DeprecationWarning):
+    """A spec (or engine) spelling of an earlier release that still works for one release: its message is one line,
+    ``file:line:col: old_name is deprecated, write new_name`` for a spec key."""
+
+
 class Skipped(Exception):
     """A check that cannot run here; reported as SKIP with its reason, never as a pass."""

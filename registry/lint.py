@@ -1,6 +1,6 @@
 """Checks beyond the schema: code targets point into allowed packages, shipped weights exist and
 match their sha256 (no import), every target is registered for its kind, procedure ``params`` /
-``variant_params`` and factory ``config`` match the implementation's models, and ``model_class``
+``params_by_variant`` and factory ``config`` match the implementation's models, and ``model_class``
 names a public class of transformers/diffusers. Used by ``zoo validate``.
 
 Targets are looked up statically in the ``zoo-index.json`` their package ships (see
@@ -93,8 +93,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         except (ParamError, BuildError) as exc:
             errors.append(SpecError(exc.message, exc.location))
 
-    def tiny_config(src: Any, field: str) -> None:
-        """A package without a static index: ``tiny_config`` (merged over ``config``) through the imported
+    def check_tiny(src: Any, field: str) -> None:
+        """A package without a static index: ``tiny.config`` (merged over ``config``) through the imported
         factory's params model, as the conformance loading-path check will build it."""
         from .build import factory_kwargs
         from .errors import ParamError
@@ -105,7 +105,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             return  # checked statically above, or already reported
         try:
             factory_kwargs(resolve_target(src.factory, locate(file, f"{field}.factory"), kind="factory"), src.config,
-                           lambda name: locate(file, f"{field}.{name}"), src.tiny_config)
+                           lambda name: locate(file, f"{field}.{name}"), src.tiny_overrides())
         except ResolveError:
             return  # reported by target()
         except ParamError as exc:
@@ -118,8 +118,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         for name, proc in getattr(spec, section).items():
             entry = target(proc.target, f"{section}.{name}.target", "procedure")
             params(entry, proc.params, f"{section}.{name}.params")
-            for v, values in proc.variant_params.items():
-                params(entry, values, f"{section}.{name}.variant_params.{v}")
+            for v, values in proc.params_by_variant.items():
+                params(entry, values, f"{section}.{name}.params_by_variant.{v}")
     for i, metric in enumerate(spec.metrics):
         call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
@@ -156,7 +156,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             src.lint(LintRequest(field=field, role=role, variant=variant, resolve=resolve,
                                  problem=lambda at, msg: errors.append(SpecError(msg, locate(file, at))),
                                  target=target, params=params, library_has=library_has,
-                                 foreign_problem=foreign_role_problem, tiny_config=tiny_config))
+                                 foreign_problem=foreign_role_problem, check_tiny=check_tiny))
             tcfg = {**src.transform_config,  # a {file:, sha256:} value reaches the transform as a path
                     **{key: ref.file for key, ref in src.config_files().items()}}
             call_params(src.transform, tcfg, f"{field}.transform_config", "transform")
@@ -181,7 +181,7 @@ def foreign_role_problem(src: Any, variant: str) -> str | None:
     if path is None:
         return f"no spec named {src.from_spec!r} in the catalog (built-ins, zoo.specs plugins, ZOO_SPECS_PATH)"
     try:
-        data = read_document(path).data
+        data = read_document(path, warn=False).data  # another spec: its own load warns about its spellings
     except _SpecError as exc:
         return f"spec {src.from_spec!r} cannot be read: {exc}"
     v = src.from_variant or variant

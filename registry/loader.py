@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -25,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .errors import Location, SpecError, SpecErrors
+from .errors import Location, SpecError, SpecErrors, ZooDeprecationWarning
 from .discovery import source_files, spec_sources
 from .files import MAX_FILE_BYTES, _digest, file_digest, read_spec_bytes, within  # noqa: F401 - within, file_digest re-exported
 from .limits import EXTENDS_CHAIN
@@ -636,13 +637,112 @@ def _chain_message(chain: tuple[Path, ...]) -> str:
             f"{shown}; inherit from a spec nearer the root")
 
 
+# ----------------------------------------------------------------------------- deprecated spellings
+#: keys of earlier releases, read for one release (rewritten before validation, each occurrence warned):
+#: old key -> the path of keys that replaces it, under the same mapping
+DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
+    "variant_defaults": ("default_by_variant",),   # Spec
+    "variant_params": ("params_by_variant",),      # ProcedureSpec (samplers.<name>, recipes.<name>)
+    "tiny_config": ("tiny", "config"),             # a `source: zoo` model source
+}
+
+
+def _deprecated_sites(data: Any, inherited: Any = None) -> list[tuple[PathKey, str]]:
+    """``(mapping path, old key)`` of every deprecated spelling in one file's data. ``inherited``: the merged data of
+    the ``extends`` parent, where a child's model source that does not repeat its ``source:`` finds it."""
+    out: list[tuple[PathKey, str]] = []
+    if not isinstance(data, dict):
+        return out
+    if "variant_defaults" in data:
+        out.append(((), "variant_defaults"))
+    for section in ("samplers", "recipes"):
+        procs = data.get(section)
+        for name, proc in procs.items() if isinstance(procs, dict) else ():
+            if isinstance(proc, dict) and "variant_params" in proc:
+                out.append(((section, name), "variant_params"))
+    models = data.get("models")
+    for role, model in models.items() if isinstance(models, dict) else ():
+        variants = model.get("variants") if isinstance(model, dict) else None
+        for v, src in variants.items() if isinstance(variants, dict) else ():
+            if not (isinstance(src, dict) and "tiny_config" in src):
+                continue
+            kind = src.get("source", _get(inherited, ("models", role, "variants", v, "source")))
+            if kind in ("zoo", None):  # another kind never had tiny_config: its schema reports the unknown key
+                out.append((("models", role, "variants", v), "tiny_config"))
+    return out
+
+
+def _get(data: Any, path: PathKey) -> Any:
+    for part in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
+def _replace_at(data: Any, path: PathKey, fn: Any) -> Any:
+    """``data`` with the mapping at ``path`` replaced by ``fn(mapping)``; mappings on the way are copied, never
+    mutated (parsed data is shared by the parse cache and by YAML aliases)."""
+    if not path:
+        return fn(data)
+    out = dict(data)
+    out[path[0]] = _replace_at(data[path[0]], path[1:], fn)
+    return out
+
+
+def _renamed(mapping: dict[Any, Any], old: str, new: tuple[str, ...]) -> dict[Any, Any]:
+    """``mapping`` with ``old`` replaced, in place of order, by ``new[0]`` (its value nested under ``new[1:]``; a
+    ``null``, which deletes an inherited key, stays a ``null``)."""
+    value = mapping[old]
+    for key in reversed(new[1:]):
+        value = None if value is None else {key: value}
+    return {(new[0] if k == old else k): (value if k == old else v) for k, v in mapping.items()}
+
+
+def rewrite_deprecated(doc: Document, inherited: Any = None, warn: bool = True) -> Document:
+    """One file's document with the deprecated spellings of :data:`DEPRECATED_KEYS` rewritten to their new names,
+    before ``extends`` merging and validation; the position maps follow (an error under a renamed key still names
+    its line). Each occurrence emits one :class:`registry.errors.ZooDeprecationWarning`
+    (``file:line:col: old is deprecated, write new``) when ``warn``; the old and the new spelling in one mapping is a
+    located error."""
+    sites = _deprecated_sites(doc.data, inherited)
+    if not sites:
+        return doc
+    problems: list[SpecError] = []
+    data = doc.data
+    positions, origins = dict(doc.positions), dict(doc.origins)
+    for at, old in sites:
+        new = DEPRECATED_KEYS[old]
+        new_name = ".".join(new)
+        here = doc.location(at + (old,))
+        if new[0] in _get(data, at):
+            problems.append(SpecError(f"{old} and {new[0]} both given: {old} is the deprecated spelling of {new_name}; "
+                                      f"write only {new_name}", here))
+            continue
+        if warn:
+            warnings.warn(f"{here.file}:{here.line}:{here.column}: {old} is deprecated, write {new_name}",
+                          ZooDeprecationWarning, stacklevel=2)
+        data = _replace_at(data, at, lambda m, old=old, new=new: _renamed(m, old, new))
+        n = len(at) + 1
+        for table in (positions, origins):
+            moved = {at + new + k[n:]: table.pop(k) for k in [k for k in table if k[:n] == at + (old,)]}
+            for i in range(1, len(new)):  # a new outer key (tiny of tiny.config) is where the old key was
+                if at + new in moved:
+                    moved.setdefault(at + new[:i], moved[at + new])
+            table.update(moved)
+    if problems:
+        raise SpecErrors(problems)
+    return Document(data, doc.file, positions, origins)
+
+
 def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str | os.PathLike[str] | None = None,
-                  reads: Reads | None = None, _roots: tuple[Path, ...] | None = None) -> Document:
+                  reads: Reads | None = None, _roots: tuple[Path, ...] | None = None, warn: bool = True) -> Document:
     """Parse a spec file and resolve its ``extends`` chain into one document.
 
     Parents must lie in the spec's folder tree (or under ``root`` / ``$ZOO_SPEC_ROOT``).
     ``reads`` collects ``(path, sha1 or None)`` of every file read or looked for, so a cache
-    can tell when the result may have changed."""
+    can tell when the result may have changed. Each file's deprecated spellings are rewritten
+    (:func:`rewrite_deprecated`; ``warn``: emit their warnings) before it is merged."""
     p = Path(path)
     roots = _roots or spec_roots(p, root)
     try:
@@ -658,7 +758,7 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
         if isinstance(doc.data, dict) and "inherit_metrics" in doc.data:
             raise SpecError("inherit_metrics says what an `extends:` child inherits; this spec extends nothing",
                             doc.location(("inherit_metrics",)))
-        return doc
+        return rewrite_deprecated(doc, warn=warn)
     here = doc.location(("extends",))
     if len(_chain) + 1 >= EXTENDS_CHAIN.value:  # this file and its parent would make the chain longer than the cap
         raise _ChainTooLong(_chain_message(_chain + (p,)), here)
@@ -675,13 +775,15 @@ def read_document(path: str | Path, _chain: tuple[Path, ...] = (), *, root: str 
     if parent_path in chain:
         raise SpecError(f"extends cycle: {' -> '.join(c.name for c in chain)} -> {parent_path.name}", here)
     try:
-        parent = read_document(parent_path, chain, reads=reads, _roots=spec_roots(parent_path, root) if by_name else roots)
+        parent = read_document(parent_path, chain, reads=reads, _roots=spec_roots(parent_path, root) if by_name else roots,
+                               warn=warn)
     except _ChainTooLong as exc:  # reported at the extends line of the file asked for, not deep in the chain
         raise _ChainTooLong(exc.message, here) from None
     except SpecError as exc:
         if exc.location.file == str(parent_path) and exc.location.line is None:  # the parent file itself
             raise SpecError(f"extends {parent_path}: {exc.message}", here) from None
         raise
+    doc = rewrite_deprecated(doc, parent.data, warn=warn)
     child = {k: v for k, v in doc.data.items() if k != "extends"}
     merged = Document(merge(parent.data, child), str(p))
     for key, pos in parent.positions.items():
@@ -757,7 +859,7 @@ def _document(file: str) -> Document:
     doc = _DOCUMENTS.get(str(file))
     if doc is None:
         try:
-            doc = read_document(file)
+            doc = read_document(file, warn=False)  # positions only: load_spec_file warned
         except SpecError:
             doc = Document(None, str(file))
         _DOCUMENTS[str(file)] = doc

@@ -50,7 +50,7 @@ from typing import Any
 
 from .contract import ROW_SEED_STRIDE, SEED_MAX, Procedure, row_seed
 from .errors import Location, ParamError, RunError, SampleError, ZooError
-from .outputs import ProcedureOutput, is_per_call
+from .results import ProcedureOutput, is_per_call
 
 __all__ = ["FORMAT", "SampleReport", "check_options", "refusal", "run_sample", "iter_samples", "read_samples",
            "read_manifest"]
@@ -250,7 +250,7 @@ def output_name(cls: type) -> str:
 class _Rows:
     """The rows of one call (or of several, merged), split by field: ``kinds[f]`` is ``tensor`` (a tensor, rows
     along dim 0), ``tensors`` (a list of tensors, one a row), ``json`` / ``tuple`` (a list / tuple, one JSON
-    value a row) or ``call`` (one JSON value for the whole call: a :func:`~registry.outputs.per_call` field, a
+    value a row) or ``call`` (one JSON value for the whole call: a :func:`~registry.results.per_call` field, a
     scalar, or ``None``)."""
 
     n: int
@@ -270,14 +270,14 @@ def split_rows(out: Any, n: int, proc: Any = None) -> _Rows:
     """The fields of a call's typed output ``out`` (``n`` rows) sorted into per-row and per-call values.
 
     A tensor whose first dimension is ``n`` and a list/tuple of length ``n`` are per-row unless the field is
-    declared :func:`~registry.outputs.per_call`; other tensors or lists are an error naming the field. When
+    declared :func:`~registry.results.per_call`; other tensors or lists are an error naming the field. When
     ``proc.output_rows`` hands every row the field's whole value (``n >= 2``), the field is per-call and must be
     declared so (one line saying so)."""
     import torch
 
     who = type(proc).__name__ if proc is not None else "the sampler"
     if not (isinstance(out, ProcedureOutput) and dataclasses.is_dataclass(out)):
-        raise SampleError(f"zoo sample needs a typed output (a registry.outputs.ProcedureOutput dataclass); {who} "
+        raise SampleError(f"zoo sample needs a typed output (a registry.results.ProcedureOutput dataclass); {who} "
                           f"returned {type(out).__name__}")
     cls = type(out)
     split = proc.output_rows(out) if proc is not None else None
@@ -296,14 +296,14 @@ def split_rows(out: Any, n: int, proc: Any = None) -> _Rows:
         if isinstance(v, torch.Tensor):
             if v.dim() == 0 or v.shape[0] != n:
                 raise SampleError(f"{what}: a tensor of shape {tuple(v.shape)} for {n} rows is neither one row per "
-                                  "entry of dim 0 nor declared registry.outputs.per_call")
+                                  "entry of dim 0 nor declared registry.results.per_call")
             kind, row_value = "tensor", v.detach().cpu()
         elif isinstance(v, (list, tuple)):
             if len(v) == 0 and n != 0:
                 kinds[f.name], values[f.name] = "call", _jsonable(v, what)
                 continue
             if len(v) != n:
-                raise SampleError(f"{what}: {len(v)} entries for {n} rows; declare it registry.outputs.per_call if it "
+                raise SampleError(f"{what}: {len(v)} entries for {n} rows; declare it registry.results.per_call if it "
                                   "is one value per call")
             if all(isinstance(x, torch.Tensor) for x in v):
                 kind, row_value = "tensors", [x.detach().cpu() for x in v]
@@ -315,7 +315,7 @@ def split_rows(out: Any, n: int, proc: Any = None) -> _Rows:
             continue
         if n >= 2 and split is not None and all(_is_whole(getattr(r, f.name, None), v) for r in split):
             raise SampleError(f"{what}: {who}.output_rows gives every row the whole value, so it is one value per call; "
-                              "declare the field with registry.outputs.per_call()")
+                              "declare the field with registry.results.per_call()")
         kinds[f.name], values[f.name] = kind, row_value
     return _Rows(n, output_name(cls), kinds, values)
 
@@ -530,7 +530,7 @@ def batching(proc: Any, batch_size: int, exact: bool) -> str:
 def run_identity(pipe: Any, sampler: str, seed: int, shard_size: int, how: str) -> dict[str, Any]:
     import torch
 
-    proc = pipe.samplers[sampler]
+    proc = pipe.procedures[sampler]
     return {"spec": pipe.spec.name, "spec_sha256": spec_sha256(pipe.spec), "variant": pipe.variant, "sampler": sampler,
             "params": json.loads(proc.params.model_dump_json()), "seed": seed, "row_seed": ROW_SEED_RULE,
             "shard_size": shard_size, "batching": how, "device": torch.device(pipe.device).type,
@@ -706,7 +706,7 @@ def run_sample(spec: Any, build: Callable[[str | None], Any], *, num_samples: in
         name = pipe.default
         if (why := refusal(spec, name)) is not None:
             raise SampleError(why)
-        proc = pipe.samplers[name]
+        proc = pipe.procedures[name]
         how = batching(proc, batch_size, exact)
         step = 1 if how == "one row per call" else batch_size
         _check_first_call(proc, seed, min(step, num_samples), cli)
@@ -794,7 +794,7 @@ def _output_class(name: Any, importer: Callable[[], None] | None) -> type:
         importer()
         cls = find()
     if cls is None:
-        raise SampleError(f"output class {_short(name, 120)} of this run is not a known registry.outputs.ProcedureOutput here "
+        raise SampleError(f"output class {_short(name, 120)} of this run is not a known registry.results.ProcedureOutput here "
                           "(its spec is not in the catalog: zoo.add_specs(its file or folder), or import its package first)")
     return cls
 

@@ -128,7 +128,7 @@ def save(pipe: "Pipeline", directory: str | os.PathLike[str], *, variant: str | 
 def _saved_spec(pipe: "Pipeline", folder: Path, name: str, replace: dict[str, Any]) -> dict[str, Any]:
     spec, v = pipe.spec, pipe.variant
     data = spec.model_dump(mode="json", exclude_defaults=True)
-    for key in ("extends", "docs", "variant_defaults", "inherit_metrics", "training"):  # training: names files the folder does not hold
+    for key in ("extends", "docs", "default_by_variant", "inherit_metrics", "training"):  # training: names files the folder does not hold
         data.pop(key, None)
     hw = spec.hardware[v].model_dump(mode="json", exclude_defaults=True)
     if replace and hw.get("status") == "needs-training":  # the trained weights are what it needed
@@ -146,11 +146,11 @@ def _saved_spec(pipe: "Pipeline", folder: Path, name: str, replace: dict[str, An
     for section in ("samplers", "recipes"):
         out = {}
         for pname, proc in getattr(spec, section).items():
-            if pname not in pipe.samplers:
+            if pname not in pipe.procedures:
                 continue  # not built on this variant (its roles have no source here)
             entry = proc.model_dump(mode="json", exclude_defaults=True)
-            entry.pop("variant_params", None)
-            params = pipe.samplers[pname].params.model_dump(mode="json", exclude_unset=True)
+            entry.pop("params_by_variant", None)
+            params = pipe.procedures[pname].params.model_dump(mode="json", exclude_unset=True)
             entry.pop("params", None)
             if params:
                 entry["params"] = params
@@ -247,8 +247,8 @@ def _verify_round_trip(pipe: "Pipeline", folder: Path, replace: dict[str, Any]) 
                                  f"{'with other values' if w.dtype == g.dtype and w.shape == g.shape else f'as {g.dtype} {tuple(g.shape)}'} "
                                  f"(was {w.dtype} {tuple(w.shape)}); pass verify=False to keep the folder anyway",
                                  Location(field=f"models.{role}"))
-    for pname, proc in pipe.samplers.items():
-        if loaded.samplers[pname].params != proc.params:
+    for pname, proc in pipe.procedures.items():
+        if loaded.procedures[pname].params != proc.params:
             raise BuildError(f"procedure {pname} does not reload with its parameters", Location(field=pname))
 
 

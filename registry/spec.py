@@ -16,7 +16,7 @@ from . import sources
 from .schema import *  # noqa: F401,F403 - the atoms are part of this module's public surface
 from .schema import (MODULE_RE, NAME_RE, PACKAGE_RE, SHA256_RE, TARGET_RE, Accelerator, ConsentFree, DType, Name, Paper,
                      Strict, Target, _requirements, normalized_file)
-from .sources import HubSource, RoleSource, SourceKind, TimmSource, ZooSource  # noqa: F401 - re-exported
+from .sources import HubSource, RoleSource, SourceKind, TimmSource, ZooSource, ZooTiny  # noqa: F401 - re-exported
 from .sources.timm import TIMM_KWARGS  # noqa: F401 - re-exported
 
 
@@ -58,7 +58,7 @@ recipes:
 
     target: Target
     params: ConsentFree = {}
-    variant_params: dict[Name, ConsentFree] = Field(
+    params_by_variant: dict[Name, ConsentFree] = Field(
         {}, description="per-variant overrides of params, e.g. {full: {train_steps: 2000}}"
     )
     roles: list[str] | None = Field(
@@ -197,7 +197,7 @@ class Spec(Strict):
         {}, description="analyses and training recipes: methods with no sampler declare these instead"
     )
     default: Name = Field(description="the procedure a loaded pipeline calls (a key of samplers or recipes)")
-    variant_defaults: dict[Name, Name] = Field(
+    default_by_variant: dict[Name, Name] = Field(
         {}, description="variant -> the procedure a pipeline of that variant calls instead of `default` "
         "(for a variant whose roles the default cannot run on, e.g. a paper-scale pipeline with other roles)"
     )
@@ -263,28 +263,28 @@ class Spec(Strict):
             hw = self.hardware[v]
             if hw.recipe is not None and hw.recipe not in self.recipes:
                 raise ValueError(f"hardware.{v}.recipe: {hw.recipe!r} is not a recipe (have: {', '.join(self.recipes) or 'none'})")
-        for section in (self.samplers, self.recipes):
+        for sname, section in (("samplers", self.samplers), ("recipes", self.recipes)):
             for pname, proc in section.items():
-                unknown = [v for v in proc.variant_params if v not in self.variants]
+                unknown = [v for v in proc.params_by_variant if v not in self.variants]
                 if unknown:
-                    raise ValueError(f"{pname}.variant_params: unknown variant(s) {', '.join(unknown)}")
+                    raise ValueError(f"{sname}.{pname}.params_by_variant: unknown variant(s) {', '.join(unknown)}")
                 for role in [*(proc.roles or []), *([proc.produces] if proc.produces else [])]:
                     if role not in self.models:
                         raise ValueError(f"{pname}: unknown role {role!r} (roles: {', '.join(self.models) or 'none'})")
-        for v, pname in self.variant_defaults.items():
+        for v, pname in self.default_by_variant.items():
             if v not in self.variants:
-                raise ValueError(f"variant_defaults: unknown variant {v!r} (declared: {', '.join(self.variants)})")
+                raise ValueError(f"default_by_variant: unknown variant {v!r} (declared: {', '.join(self.variants)})")
             if pname not in procedures:
-                raise ValueError(f"variant_defaults.{v}: {pname!r} is not a sampler or recipe (have: {', '.join(sorted(procedures))})")
+                raise ValueError(f"default_by_variant.{v}: {pname!r} is not a sampler or recipe (have: {', '.join(sorted(procedures))})")
         for v in self.variants:  # a loadable variant's default must run on it (declared-only ones never load)
             if self.hardware[v].status == "declared-only":
                 continue
             pname = self.default_for(v)
             lacking = [r for r in (self.procedure(pname)[1].roles or []) if r not in self.roles_of(v)]
             if lacking:
-                where = f"variant_defaults.{v}" if v in self.variant_defaults else "default"
+                where = f"default_by_variant.{v}" if v in self.default_by_variant else "default"
                 raise ValueError(f"{where}: {pname!r} needs role {lacking[0]!r}, which has no source for variant {v} "
-                                 f"(name a procedure that runs there in variant_defaults.{v})")
+                                 f"(name a procedure that runs there in default_by_variant.{v})")
         for m in self.metrics:
             if m.variant not in self.variants:
                 raise ValueError(f"metrics: {m.name!r} refers to unknown variant {m.variant!r}")
@@ -318,7 +318,7 @@ class Spec(Strict):
 
     def default_for(self, variant: str) -> str:
         """The procedure a pipeline of ``variant`` calls when the caller names none."""
-        return self.variant_defaults.get(variant, self.default)
+        return self.default_by_variant.get(variant, self.default)
 
     def roles_of(self, variant: str) -> list[str]:
         """Roles with a source for ``variant``."""

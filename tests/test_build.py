@@ -69,7 +69,18 @@ def test_models_are_cached_per_process() -> None:
     a = zoo.load(str(FIXTURES / "demo-gaussian.yaml"))
     b = zoo.load(str(FIXTURES / "demo-gaussian.yaml"), temperature=2.0)
     assert a.models["model"] is b.models["model"]
-    assert a.samplers["gaussian"].params.temperature == 1.0 and b.samplers["gaussian"].params.temperature == 2.0
+    assert a.procedures["gaussian"].params.temperature == 1.0 and b.procedures["gaussian"].params.temperature == 2.0
+
+
+def test_pipeline_samplers_is_a_deprecated_alias_of_procedures() -> None:
+    """``Pipeline.samplers`` (it held recipes too) is now ``Pipeline.procedures``; the old name warns for one release
+    and is the very same dict."""
+    import zoo
+
+    pipe = zoo.load(str(FIXTURES / "demo-gaussian.yaml"))
+    with pytest.warns(DeprecationWarning, match=r"Pipeline.samplers is deprecated, use Pipeline.procedures"):
+        alias = pipe.samplers
+    assert alias is pipe.procedures and "gaussian" in alias
 
 
 def test_entry_point_plugin_specs_are_discovered(tmp_path: Path) -> None:
@@ -94,16 +105,16 @@ def test_entry_point_plugin_specs_are_discovered(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr  # zoo_demo_plugin allowed through the zoo.plugins entry point
 
 
-def test_variant_params_apply_to_their_variant_only(tmp_path: Path) -> None:
+def test_params_by_variant_apply_to_their_variant_only(tmp_path: Path) -> None:
     import zoo
 
     (tmp_path / "demo-affine.safetensors").write_bytes((FIXTURES / "demo-affine.safetensors").read_bytes())
     text = (FIXTURES / "demo-gaussian.yaml").read_text().replace(
-        'params: {temperature: 1.0}}', 'params: {temperature: 1.0}, variant_params: {toy: {steps: 3}, full: {steps: 7}}}')
+        'params: {temperature: 1.0}}', 'params: {temperature: 1.0}, params_by_variant: {toy: {steps: 3}, full: {steps: 7}}}')
     (tmp_path / "v.yaml").write_text(text.replace("name: demo-gaussian", "name: demo-variant-params"))
     pipe = zoo.load(str(tmp_path / "v.yaml"))
-    assert pipe.variant == "toy" and pipe.samplers["gaussian"].params.steps == 3
-    assert zoo.load(str(tmp_path / "v.yaml"), steps=5).samplers["gaussian"].params.steps == 5  # the caller wins
+    assert pipe.variant == "toy" and pipe.procedures["gaussian"].params.steps == 3
+    assert zoo.load(str(tmp_path / "v.yaml"), steps=5).procedures["gaussian"].params.steps == 5  # the caller wins
     (tmp_path / "w.yaml").write_text(text.replace("full: {steps: 7}", "fast: {steps: 7}"))
     with pytest.raises(Exception, match="unknown variant"):
         zoo.spec(str(tmp_path / "w.yaml"))

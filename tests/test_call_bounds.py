@@ -52,7 +52,7 @@ def _refused(call: Any, name: str, kind: str = "rows") -> str:
 
 def test_f_dpmsolver_batch_size_above_the_limit_is_refused_before_any_allocation(fdpm: Any) -> None:
     _refused(lambda: fdpm(seed=0, batch_size=ROWS + 1), "batch_size")
-    _refused(lambda: fdpm.samplers["f-ddim-edm"](seed=0, batch_size=ROWS + 1), "batch_size")
+    _refused(lambda: fdpm.procedures["f-ddim-edm"](seed=0, batch_size=ROWS + 1), "batch_size")
     # the same bound for the Python call and the CLI option (--n): one limit, one message
     from zoo.common.scheduler_samplers import SamplerCli
 
@@ -76,11 +76,11 @@ def test_a_list_of_seeds_is_bounded_by_its_rows(fdpm: Any) -> None:
     ``batch_size`` (``registry.limits.Seeds``), and each entry is a seed in ``[0, 2**63 - 1]``."""
     seeds = list(range(ROWS + 1))
     _refused(lambda: fdpm(seed=seeds, batch_size=ROWS + 1), "seed")
-    _refused(lambda: fdpm.samplers["f-ddim"](seed=seeds, batch_size=2), "seed")
+    _refused(lambda: fdpm.procedures["f-ddim"](seed=seeds, batch_size=2), "seed")
     with NoTensorOps(), pytest.raises(ParamError, match=r"^input seed\[1\] of FDPMSolverSampler: expected an integer in \[0, 2\*\*63 - 1\], got -2$"):
-        fdpm.samplers["f-ddim"](seed=[1, -2], batch_size=2)
+        fdpm.procedures["f-ddim"](seed=[1, -2], batch_size=2)
     with NoTensorOps(), pytest.raises(ParamError, match=r"^input seed of FDPMSolverSampler: item 1: expected an integer, got a boolean"):
-        fdpm.samplers["f-ddim"](seed=[1, True], batch_size=2)
+        fdpm.procedures["f-ddim"](seed=[1, True], batch_size=2)
     assert fdpm(seed=[3, 4], batch_size=2).samples.shape == (2, 2)  # control: a short list runs
 
 

@@ -1,5 +1,5 @@
 """Per-call parameter overrides, ``pipe(..., num_inference_steps=20)`` and
-``pipe.samplers[name](..., **params)``, validated by the procedure's ``Params`` model, without
+``pipe.procedures[name](..., **params)``, validated by the procedure's ``Params`` model, without
 rebuilding the pipeline or reloading any model. Model calls are counted on the analytic toy."""
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_override_changes_the_step_count_without_rebuilding(pipe: Any, monkeypat
     model = pipe.models["denoiser"]
     assert _calls(pipe, lambda: pipe(seed=0, batch_size=2)) == 10
     assert _calls(pipe, lambda: pipe(seed=0, batch_size=2, num_inference_steps=20)) == 20
-    assert _calls(pipe, lambda: pipe.samplers["f-ddim-edm"](seed=0, batch_size=2, num_inference_steps=7)) == 7
+    assert _calls(pipe, lambda: pipe.procedures["f-ddim-edm"](seed=0, batch_size=2, num_inference_steps=7)) == 7
     assert pipe.models["denoiser"] is model and pipe.procedure.params.num_inference_steps == 10  # the pipeline is unchanged
     assert _calls(pipe, lambda: pipe(seed=0, batch_size=2)) == 10
 
@@ -61,4 +61,4 @@ def test_bad_override_is_a_param_error_naming_the_parameter(pipe: Any, kwargs: d
     msg = str(exc.value)
     assert msg.startswith(f"parameter {name}: ") and expected in msg and "\n" not in msg
     with pytest.raises(ParamError, match=f"^parameter {name}: "):
-        pipe.samplers["f-ddim"](seed=0, batch_size=2, **kwargs)
+        pipe.procedures["f-ddim"](seed=0, batch_size=2, **kwargs)

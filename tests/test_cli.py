@@ -84,8 +84,8 @@ def test_python_api_third_party_spec(tmp_path: Path) -> None:
     assert "my-hot-gaussian" in zoo.list("my-*")
     pipe = zoo.load("my-hot-gaussian")
     assert pipe.variant == "toy" and pipe.device == "cpu" and pipe.spec.name == "my-hot-gaussian"
-    assert pipe.samplers["gaussian"].params.temperature == 3.0
+    assert pipe.procedures["gaussian"].params.temperature == 3.0
     x = pipe(seed=0, n=2000)
     assert 2.7 < float(x.std()) < 3.3  # temperature 3 from the user's spec, not the default 1
     pipe2 = zoo.load("my-hot-gaussian", temperature=0.5)
-    assert pipe2.samplers["gaussian"].params.temperature == 0.5
+    assert pipe2.procedures["gaussian"].params.temperature == 0.5

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from zoo.cli import main
-from zoo.common.output import output_path
+from zoo.common.out_files import output_path
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -113,7 +113,7 @@ def test_pipeline_procedures_and_metric_checks_share_one_context(demo) -> None:
     pipe = zoo.load(str(spec))
     ctx = pipe.ctx
     assert ctx is not None and ctx.spec is pipe.spec and ctx.file == spec.resolve()
-    assert pipe.samplers["echo"].ctx is ctx
+    assert pipe.procedures["echo"].ctx is ctx
     assert pipe(seed=3) == 3 and mod.SEEN["ctx"] is ctx
     assert pipe(seed=3, k=5) == 15 and mod.SEEN["ctx"] is ctx  # a per-call override's clone keeps the context
     assert ctx.pipeline() is pipe and ctx.pipeline("toy") is pipe  # built once per (variant, params)

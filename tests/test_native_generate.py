@@ -82,13 +82,13 @@ def test_native_is_the_targets_generate_with_the_methods_cache_and_processors(pi
     assert isinstance(kw["generation_config"], GenerationConfig) and kw["generation_config"].do_sample is False
     assert [v for v in kw.values() if isinstance(v, Cache)]  # a fresh transformers Cache per call
     assert kw["logits_processor"] == LogitsProcessorList()  # greedy: nothing to process
-    sampled = pipe.samplers["sampled"].native()
+    sampled = pipe.procedures["sampled"].native()
     procs = sampled.logits_processor(seed=0, batch_size=2)
     assert [type(p) for p in procs] == [TemperatureTopPLogitsWarper, SeededGumbelLogitsProcessor]
     assert (procs[0].temperature, procs[0].top_p) == (0.7, 0.9) and len(procs[1].generators) == 2
     from zoo.common.masked_dlm import eos_of
 
-    proc = pipe.samplers["sampled"]
+    proc = pipe.procedures["sampled"]
     assert sampled.generation_config.max_new_tokens == 12
     assert sampled.generation_config.eos_token_id == eos_of(proc.tokenizer(), proc.target)  # the id the zoo stops on
 
@@ -98,7 +98,7 @@ def test_native_generate_gives_the_zoo_tokens_for_the_same_seed(pipe: Any, sampl
     """Invariant: for each seed, ``native(ids, seed=s)`` (a batch of equal-length rows, one seeded
     generator per row) and the spelled-out ``model.generate(ids, **native.generate_kwargs(seed=s))``
     return the zoo call's new tokens, row by row."""
-    proc = pipe.samplers[sampler]
+    proc = pipe.procedures[sampler]
     native = proc.native()
     outs = {}
     for seed in SEEDS:
@@ -119,7 +119,7 @@ def test_native_generate_gives_the_zoo_tokens_for_the_same_seed(pipe: Any, sampl
 def test_native_follows_top_p_and_a_different_top_p_changes_the_tokens(pipe: Any) -> None:
     """Negative control: the native object follows the sampler's top-p (per-call override included);
     a narrower nucleus gives other tokens for the same seed, in both the zoo call and ``generate()``."""
-    proc = pipe.samplers["sampled"]
+    proc = pipe.procedures["sampled"]
     narrow = proc.with_params(top_p=0.3)
     wide = _new_tokens(proc.native(), 1)
     assert _new_tokens(narrow.native(), 1) == narrow(input_ids=PROMPTS, seed=1).token_ids
@@ -140,7 +140,7 @@ def test_native_uses_the_samplers_cache_factory(pipe: Any) -> None:
             super().__init__()
             made.append(self)
 
-    proc = pipe.samplers["sampled"]
+    proc = pipe.procedures["sampled"]
     custom = ARDecoding(models={"target": pipe.models["target"]}, params=proc.params, cache_factory=CountingCache)
     ours = custom(input_ids=PROMPTS[:1], seed=3).token_ids[0]
     n_zoo = len(made)

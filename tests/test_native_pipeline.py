@@ -63,7 +63,7 @@ def test_native_is_a_ddpm_pipeline_with_the_method_scheduler(pipe: Any) -> None:
 
 @pytest.mark.parametrize("sampler", ["f-ddim", "ddim"])
 def test_native_gives_the_zoo_sample_for_the_same_seed(pipe: Any, sampler: str) -> None:
-    proc = pipe.samplers[sampler]
+    proc = pipe.procedures[sampler]
     ours = proc(seed=7, batch_size=2).samples
     native = proc.native()
     latent = native(batch_size=2, generator=torch.Generator().manual_seed(7), num_inference_steps=6, output_type="latent").images
@@ -77,7 +77,7 @@ def test_native_gives_the_zoo_sample_for_the_same_seed(pipe: Any, sampler: str) 
 
 def test_no_native_pipeline_is_one_line(pipe: Any) -> None:
     with pytest.raises(ValueError, match="half-sum sampler has no native"):
-        pipe.samplers["f-ddim-halfsum"].native()
+        pipe.procedures["f-ddim-halfsum"].native()
     import zoo
 
     toy = zoo.load("f-dpmsolver", variant="toy")

@@ -1,4 +1,4 @@
-"""``registry.outputs.ProcedureOutput`` behaves like diffusers'
+"""``registry.results.ProcedureOutput`` behaves like diffusers'
 BaseOutput / transformers' ModelOutput, and ``ImageOutput`` gives ``.images`` / ``.pil_images`` views."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from registry.conformance import assert_same
-from registry.outputs import ImageOutput, ProcedureOutput
+from registry.results import ImageOutput, ProcedureOutput
 
 
 @dataclass
@@ -64,7 +64,7 @@ def test_image_output_views() -> None:
 
 
 def test_importing_outputs_is_torch_free() -> None:
-    code = "import sys, registry.outputs; print('torch' in sys.modules, 'PIL' in sys.modules)"
+    code = "import sys, registry.results; print('torch' in sys.modules, 'PIL' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == ["False", "False"]
 
 
@@ -88,8 +88,8 @@ def test_every_builtin_procedure_returns_a_documented_procedure_output(name: str
 
     spec = zoo.spec(name)
     pipe = zoo.load(name, variant="toy" if "toy" in spec.variants else None, device="cpu")
-    assert pipe.samplers
-    for key, proc in pipe.samplers.items():
+    assert pipe.procedures
+    for key, proc in pipe.procedures.items():
         out = proc(seed=0, **proc.example_inputs(2))
         where = f"{name}/{key}: {type(out).__name__}"
         assert isinstance(out, ProcedureOutput) and dataclasses.is_dataclass(out), where
@@ -124,11 +124,11 @@ def test_absent_optional_fields_are_not_keys_and_callers_read_them_as_attributes
             return out
 
     class Pipe:
-        samplers = {"stream-survey": Proc()}
+        procedures = {"stream-survey": Proc()}
 
     assert math.isnan(streams_spearman_gamma_total_death(Pipe()))
     assert "total undefined (constant), ReLU undefined (constant)" in format_survey(out)
     defined = StreamSurveyOutput(rows=[row], n_tokens=8, config=out.config, spearman_total=0.5, spearman_relu=0.25)
     assert defined["spearman_total"] == 0.5 and defined[3:] == (0.5, 0.25)
-    Pipe.samplers = {"stream-survey": lambda seed=0: defined}
+    Pipe.procedures = {"stream-survey": lambda seed=0: defined}
     assert streams_spearman_gamma_total_death(Pipe()) == 0.5

@@ -50,7 +50,7 @@ def test_zoo_new_scaffold_passes_zoo_check_as_generated(template: str, name: str
     import dataclasses
 
     import zoo
-    from registry.outputs import ProcedureOutput
+    from registry.results import ProcedureOutput
 
     out = zoo.load(spec)(seed=0)
     assert isinstance(out, ProcedureOutput) and dataclasses.is_dataclass(out), type(out)

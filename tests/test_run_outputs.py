@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from registry.contract import summarize
-from registry.outputs import ImageOutput
+from registry.results import ImageOutput
 from zoo.cli import main
 
 PNG = b"\x89PNG\r\n\x1a\n"

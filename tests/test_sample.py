@@ -227,7 +227,7 @@ def test_another_run_in_the_folder_is_refused(spec: str, tmp_path: Path) -> None
 @pytest.mark.parametrize("sampler, why", [
     ("batch-mixing", "batch-mixing is not batch-independent"), ("fit", "fit is a recipe"),
     ("no-population", "defines no population_inputs"), ("plain-list", "needs a typed output"),
-    ("undeclared-trace", "declare the field with registry.outputs.per_call"),
+    ("undeclared-trace", "declare the field with registry.results.per_call"),
 ])
 def test_samplers_zoo_sample_cannot_use_are_refused(spec: str, tmp_path: Path, sampler: str, why: str) -> None:
     with pytest.raises(SampleError, match=why) as info:
@@ -307,7 +307,7 @@ def test_read_samples_trusts_nothing_in_the_folder(spec: str, tmp_path: Path) ->
             zoo.read_samples(out)
 
     refused(lambda m: m["shards"][0]["files"][0].update(file="../../etc/passwd"), r"shards\[0\]: expected rows")
-    refused(lambda m: m.update(output="zoo_never_imported_here:Evil"), "not a known registry.outputs.ProcedureOutput")
+    refused(lambda m: m.update(output="zoo_never_imported_here:Evil"), "not a known registry.results.ProcedureOutput")
     assert "zoo_never_imported_here" not in sys.modules
     refused(lambda m: m["kinds"].update(samples="pickle"), "kinds/per_call")
     refused(lambda m: m.update(complete=False), "incomplete")

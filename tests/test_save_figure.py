@@ -1,4 +1,4 @@
-"""zoo.common.output's figure helpers (used by the dsmtree, treeflow, egt and fmrg benchmarks): the Agg backend, the
+"""zoo.common.out_files's figure helpers (used by the dsmtree, treeflow, egt and fmrg benchmarks): the Agg backend, the
 folder created, the dpi honoured, the figure closed."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 def test_save_figure_writes_at_dpi_into_a_new_folder_and_closes(tmp_path: Path) -> None:
     from PIL import Image
 
-    from zoo.common.output import pyplot, save_figure
+    from zoo.common.out_files import pyplot, save_figure
 
     plt = pyplot()
     assert plt.get_backend().lower() == "agg"

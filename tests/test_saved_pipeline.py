@@ -47,7 +47,7 @@ def _derived_spec(tmp: Path) -> Path:
                              "models": {r: {"variants": {v: None for v in m.variants if v != "toy"}} if r in DERIVED_ROLES_KEPT else None
                                         for r, m in robuq.models.items()},
                              "samplers": {n: None for n in robuq.samplers if n != "w158a4"}, "recipes": None,
-                             "default": "w158a4", "variant_defaults": None, "metrics": [], "invariants": [], "bench": None, "training": None}
+                             "default": "w158a4", "default_by_variant": None, "metrics": [], "invariants": [], "bench": None, "training": None}
     path = tmp / "robuq-one-copy.yaml"
     path.write_text(yaml.safe_dump(child, sort_keys=False))
     return path
@@ -73,13 +73,13 @@ def test_save_and_reload_gives_the_same_pipeline(which: str, specs: dict[str, st
         folder = pipe.save_pretrained(tmp_path / "saved")
     loaded = zoo.load(folder)
     assert (loaded.spec.name, loaded.variant, loaded.default, loaded.dtype) == (pipe.spec.name, pipe.variant, pipe.default, pipe.dtype)
-    assert sorted(loaded.models) == sorted(pipe.models) and sorted(loaded.samplers) == sorted(pipe.samplers)
+    assert sorted(loaded.models) == sorted(pipe.models) and sorted(loaded.procedures) == sorted(pipe.procedures)
     for role, model in pipe.models.items():
         if hasattr(model, "state_dict"):
             want, got = model.state_dict(), loaded.models[role].state_dict()
             assert want.keys() == got.keys() and all(torch.equal(want[k], got[k]) and want[k].dtype == got[k].dtype for k in want), role
-    for name, proc in pipe.samplers.items():
-        assert loaded.samplers[name].params == proc.params, name
+    for name, proc in pipe.procedures.items():
+        assert loaded.procedures[name].params == proc.params, name
     assert_same(_call(pipe, 3), _call(loaded, 3))
     files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
     assert MANIFEST in files and SPEC_FILE in files
@@ -132,7 +132,7 @@ def test_to_moves_a_private_copy_and_checks_dtype_and_device(specs: dict[str, st
 def test_trained_recipe_output_saves_and_loads_as_a_variant(tmp_path: Path) -> None:
     """RAMAC's `train` recipe output replaces the actor; the folder loads as variant `my-run` with those weights."""
     pipe = zoo.load("ramac", variant="toy")
-    out = pipe.samplers["train"](seed=0, steps=4, eta_warmup=2, eta_ramp=1, batch_size=8, risk_batch=4, data_size=32, eval_n=16)
+    out = pipe.procedures["train"](seed=0, steps=4, eta_warmup=2, eta_ramp=1, batch_size=8, risk_batch=4, data_size=32, eval_n=16)
     folder = pipe.save_pretrained(tmp_path / "trained", variant="my-run", replace={"actor": out})
     loaded = zoo.load(folder)
     assert loaded.variant == "my-run"
@@ -262,7 +262,7 @@ def test_native_pipeline_saves_as_a_diffusers_ddpm_pipeline(specs: dict[str, str
     want = proc(noise=x_T).samples
     np.testing.assert_allclose(images, (want / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1).numpy(), atol=1e-6)
     # the DDIM baseline's native pipeline (a diffusers scheduler) loads the same way
-    pipe.samplers["ddim"].native().save_pretrained(tmp_path / "ddim")
+    pipe.procedures["ddim"].native().save_pretrained(tmp_path / "ddim")
     assert type(DiffusionPipeline.from_pretrained(tmp_path / "ddim")) is DDPMPipeline
 
 

@@ -34,7 +34,7 @@ def test_user_spec_reusing_f_dpmsolver_with_other_params(tmp_path: Path, capsys)
     assert zoo.add_specs(folder) == ["my-f-ddim-20"]
     assert "my-f-ddim-20" in zoo.list("my-*", task=data["task"])
     pipe = zoo.load("my-f-ddim-20")
-    assert pipe.variant == "toy" and pipe.samplers["f-ddim-20"].params.num_inference_steps == 20
+    assert pipe.variant == "toy" and pipe.procedures["f-ddim-20"].params.num_inference_steps == 20
     x = pipe(seed=0, batch_size=3).samples
     assert x.shape[0] == 3 and bool(x.isfinite().all())
     capsys.readouterr()

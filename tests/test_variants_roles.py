@@ -123,7 +123,7 @@ def test_a_role_may_cover_only_some_variants(tmp_path: Path) -> None:
     path = write_spec(tmp_path, subset_spec())
     pipe = zoo.load(str(path))
     assert pipe.variant == "toy" and "teacher" not in pipe.models
-    assert "distill" not in pipe.samplers and "teacher" in pipe.unavailable["distill"]
+    assert "distill" not in pipe.procedures and "teacher" in pipe.unavailable["distill"]
     full = zoo.load(str(path), variant="train", sampler="distill")
     assert full(seed=0).shape == (1, 2)
 
@@ -162,32 +162,32 @@ def test_conformance_checks_a_procedure_on_a_variant_that_has_its_roles(tmp_path
 
 def test_a_default_that_cannot_run_on_a_loadable_variant_is_a_one_line_spec_error(tmp_path: Path) -> None:
     """A loadable variant's default procedure must have its roles there: the spec names one for it in
-    ``variant_defaults`` (a declared-only variant never loads, so it is exempt)."""
+    ``default_by_variant`` (a declared-only variant never loads, so it is exempt)."""
     data = subset_spec(default="distill")
     with pytest.raises(ValidationError) as exc:
         Spec.model_validate(data)
     assert ("default: 'distill' needs role 'teacher', which has no source for variant toy "
-            "(name a procedure that runs there in variant_defaults.toy)") in str(exc.value)
+            "(name a procedure that runs there in default_by_variant.toy)") in str(exc.value)
     data["hardware"]["toy"] = {"accelerator": "cpu", "status": "declared-only", "reason": "not shipped"}
     Spec.model_validate(data)  # exempt
     data = subset_spec(default="distill")
-    data["variant_defaults"] = {"toy": "distill"}
-    with pytest.raises(ValidationError, match="variant_defaults.toy: 'distill' needs role 'teacher'"):
+    data["default_by_variant"] = {"toy": "distill"}
+    with pytest.raises(ValidationError, match="default_by_variant.toy: 'distill' needs role 'teacher'"):
         Spec.model_validate(data)
-    for bad, expected in (({"nope": "apply"}, "variant_defaults: unknown variant 'nope'"),
-                          ({"toy": "ghost"}, "variant_defaults.toy: 'ghost' is not a sampler or recipe")):
-        data["variant_defaults"] = bad
+    for bad, expected in (({"nope": "apply"}, "default_by_variant: unknown variant 'nope'"),
+                          ({"toy": "ghost"}, "default_by_variant.toy: 'ghost' is not a sampler or recipe")):
+        data["default_by_variant"] = bad
         with pytest.raises(ValidationError, match=expected):
             Spec.model_validate(data)
 
 
-def test_variant_defaults_picks_the_procedure_a_pipeline_of_that_variant_calls(
+def test_default_by_variant_picks_the_procedure_a_pipeline_of_that_variant_calls(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = subset_spec(default="distill")
-    data["variant_defaults"] = {"toy": "apply"}
+    data["default_by_variant"] = {"toy": "apply"}
     path = write_spec(tmp_path, data)
     toy = zoo.load(str(path), variant="toy")
-    assert toy.default == "apply" and "distill" not in toy.samplers
+    assert toy.default == "apply" and "distill" not in toy.procedures
     train = zoo.load(str(path), variant="train")
     assert train.default == "distill" and train(seed=0).shape == (1, 2)
     assert zoo.load(str(path), variant="toy", sampler="apply").default == "apply"  # the caller's choice wins

@@ -36,7 +36,7 @@ def audit_poe(seeds: list[int]) -> None:
     from zoo.methods.poe_bridge.metrics import evaluate
 
     pipe = zoo.load("poe-bridge", variant="toy", device="cpu")
-    proc = pipe.samplers["direct-is"]
+    proc = pipe.procedures["direct-is"]
     probs = eval_problems(64, 3)
 
     def acc(texts: list[str]) -> float:
@@ -56,7 +56,7 @@ def audit_unidflow(seeds: list[int], per_caption: int) -> None:
     from zoo.methods.unidflow.world import all_captions, faithful
 
     pipe = zoo.load("unidflow", variant="toy", device="cpu")
-    smp = pipe.samplers["generate"].with_params(model_role="reference")
+    smp = pipe.procedures["generate"].with_params(model_role="reference")
     caps = [caption_of_tuple(c) for c in all_captions()]
     rows = [k for k in range(len(caps)) for _ in range(per_caption)]
     texts = [caption_text(caps[k]) for k in rows]

@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zoo.common.bench_output import parse_with_quick  # noqa: E402
+from zoo.common.quick_flag import parse_with_quick  # noqa: E402
 
 #: (spec, variant, rows, batch size): an image UNet (batched) and a text sampler (a per-row decoding loop)
 DEFAULT = [("f-dpmsolver", "digits", 1024, 64), ("poe-bridge", "toy", 128, 8)]

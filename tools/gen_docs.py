@@ -43,7 +43,7 @@ def _type_name(tp: typing.Any) -> str:
 
 def _models() -> list[type[BaseModel]]:
     order = ["Spec", "Paper", "ModelRole", "HubSource", "TinyCheckpoint", "Adapter", "TimmSource", "ZooSource",
-             "HubFile", "RoleSource", "ProcedureSpec", "HardwareTarget", "Metric"]
+             "ZooTiny", "HubFile", "RoleSource", "ProcedureSpec", "HardwareTarget", "Metric"]
     return [getattr(spec_module, n) for n in order]
 
 

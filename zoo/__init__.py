@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
     from registry.build import Pipeline
-    from registry.outputs import ProcedureOutput
+    from registry.results import ProcedureOutput
     from registry.sampling import SampleReport
     from registry.spec import Spec
 

@@ -12,11 +12,12 @@ import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import zoo
-from registry.errors import Location, ParamError, RunError, SpecErrors, ZooError, printable
+from registry.errors import Location, ParamError, RunError, SpecErrors, ZooDeprecationWarning, ZooError, printable
 
 EPILOG = """examples:
   zoo list --task text-generation
@@ -231,7 +232,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for section in ("samplers", "recipes"):
         for n, p in getattr(s, section).items():
             rows.append([section[:-1], n + _default_mark(s, n), p.target, json.dumps(p.params) if p.params else ""])
-            rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.variant_params.items()]
+            rows += [["", "", f"on {v}:", json.dumps(extra)] for v, extra in p.params_by_variant.items()]
     for line in _table(rows, "  "):
         builtins.print(line)
     from zoo.options import option_lines
@@ -749,12 +750,27 @@ class _EscapingStdout:
         return getattr(self._stream, name)
 
 
+def _show_deprecation(show: Any) -> Any:
+    """``warnings.showwarning`` printing a :class:`ZooDeprecationWarning` as one ``warning: ...`` line on stderr."""
+
+    def showwarning(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if issubclass(category, ZooDeprecationWarning):
+            print(f"warning: {printable(' '.join(str(message).split()))}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status: 0 ok, 1 a check failed, 2 bad input (one line on stderr)."""
     stdout = sys.stdout
     sys.stdout = _EscapingStdout(stdout)  # type: ignore[assignment]
     try:
-        code = _main(argv)
+        with warnings.catch_warnings():  # a deprecated spec spelling: one `warning: file:line:col: ...` line each
+            warnings.simplefilter("default", ZooDeprecationWarning)
+            warnings.showwarning = _show_deprecation(warnings.showwarning)
+            code = _main(argv)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
     except BrokenPipeError:

@@ -50,7 +50,7 @@ def procedure_contract(s: SpecUnderCheck) -> list[Check]:
             if v0 is None:
                 raise Skipped(why)
             pipe = s.pipeline(v0)
-            return pipe, pipe.samplers[pname]
+            return pipe, pipe.procedures[pname]
 
         at = f"{section}[{pname}]::"
         checks.append(s.check(at + "seeded-determinism", lambda pname=pname, procedure=procedure: _determinism(pname, procedure)))
@@ -91,7 +91,7 @@ def _param_validation(s: SpecUnderCheck, pname: str, v0: str | None, procedure: 
         assert "unknown parameter" in str(exc), str(exc)
     else:
         raise AssertionError(f"{pname}: unknown parameter was accepted")
-    cls = type(pipe.samplers[pname])
+    cls = type(pipe.procedures[pname])
     typed = [f for f, info in cls.Params.model_fields.items() if info.annotation not in (Any, object)]
     # strict types: a boolean for a number, a number for a boolean, a numeric string (YAML `steps: true`,
     # `steps: "10"`) are refused, never coerced (registry.inputs.strict_problem)

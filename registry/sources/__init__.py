@@ -9,8 +9,8 @@ from .base import (BuildRequest, LintRequest, LoadingPathRequest, SaveRequest, S
                    register, unregister)
 from .hub import HubSource, tiny_tokenizer  # registration order = the union's order (schema, error messages)
 from .timm import TIMM_KWARGS, TimmSource  # isort: skip
-from .zoo import ZooSource  # isort: skip
+from .zoo import ZooSource, ZooTiny  # isort: skip
 from .role import RoleSource  # isort: skip
 
 __all__ = ["BuildRequest", "HubSource", "LintRequest", "LoadingPathRequest", "RoleSource", "SaveRequest", "SourceKind",
-           "TIMM_KWARGS", "TimmSource", "ZooSource", "ensure_tags", "kinds", "on_change", "register", "tiny_tokenizer", "unregister"]
+           "TIMM_KWARGS", "TimmSource", "ZooSource", "ZooTiny", "ensure_tags", "kinds", "on_change", "register", "tiny_tokenizer", "unregister"]

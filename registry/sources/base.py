@@ -117,7 +117,7 @@ class LintRequest:
     params: Callable[[Any, Mapping[str, Any], str], None]
     library_has: Callable[[str, str], Any]
     foreign_problem: Callable[[Any, str], str | None]
-    tiny_config: Callable[[Any, str], None]
+    check_tiny: Callable[[Any, str], None]
     resolve: bool = False
 
 

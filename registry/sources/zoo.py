@@ -14,10 +14,19 @@ from pydantic import Field, model_validator
 from ..calls import call_factory
 from ..errors import BuildError, Skipped
 from ..files import local_path
-from ..schema import SHA256_RE, ConsentFree, DType, HubFile, Target
+from ..schema import SHA256_RE, ConsentFree, DType, HubFile, Strict, Target
 from ..weights import convert_state, hub_file, hub_file_cached, inverse_converter, read_state, save_state, sha256_file
 from .base import (BuildRequest, LintRequest, LoadingPathRequest, SaveRequest, SourceKind, in_declared_dtype,
                    load_state_strict, place, register)
+
+class ZooTiny(Strict):
+    """The tiny loading-path check of a factory role whose weights are a hub file: factory config overrides."""
+
+    config: ConsentFree = Field(
+        description="factory config overrides (merged over the role's `config`) that give a tiny model with the same key "
+        "layout and converter, e.g. fewer layers, a smaller width; validated like `config`"
+    )
+
 
 @register
 class ZooSource(SourceKind):
@@ -32,7 +41,7 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
   config: {depth: 28, width: 1152}
   weights: {hub: owner/repo, revision: <40-hex>, filename: ckpt/model_ema.pt, sha256: <64-hex>}
   convert: "my_plugin.convert:from_upstream"
-  tiny_config: {depth: 2, width: 16}   # the conformance loading-path check builds this instead
+  tiny: {config: {depth: 2, width: 16}}   # the conformance loading-path check builds this instead
 """
 
     source: Literal["zoo"]
@@ -48,11 +57,11 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
     )
     dtype: DType | None = None
     allow_nonfinite: bool = Field(False, description="accept NaN/inf in the weights (refused by default)")
-    tiny_config: ConsentFree | None = Field(
-        None, description="hub-file weights only: factory config overrides (merged over `config`) that give a tiny model "
-        "with the same key layout and converter; the conformance loading-path check builds the factory at this config, "
-        "maps its state back by the converter's inverse and loads it through the real code, for any variant status "
-        "(without it, a declared-only variant's hub-file check is SKIP); validated like `config`"
+    tiny: ZooTiny | None = Field(
+        None, description="hub-file weights only: `{config: {...}}`, factory config overrides (merged over `config`) that "
+        "give a tiny model with the same key layout and converter; the conformance loading-path check builds the factory "
+        "at this config, maps its state back by the converter's inverse and loads it through the real code, for any "
+        "variant status (without it, a declared-only variant's hub-file check is SKIP); validated like `config`"
     )
 
     path_fields: ClassVar[tuple[str, ...]] = ("weights",)
@@ -69,14 +78,18 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
             raise ValueError("sha256: a hub file carries its own sha256 (weights.sha256)")
         if self.convert is not None and self.weights is None:
             raise ValueError("convert: given without weights")
-        if self.tiny_config is not None and not isinstance(self.weights, HubFile):
-            raise ValueError("tiny_config: only a role whose weights are a hub file ({hub, filename, ...}) has a tiny "
+        if self.tiny is not None and not isinstance(self.weights, HubFile):
+            raise ValueError("tiny: only a role whose weights are a hub file ({hub, filename, ...}) has a tiny "
                              "loading-path check (local weights are checked as shipped)")
         return self
 
     def tiny_factory_config(self) -> dict[str, Any]:
-        """The factory config of the tiny loading-path check: ``config`` with ``tiny_config`` merged over it."""
-        return {**self.config, **(self.tiny_config or {})}
+        """The factory config of the tiny loading-path check: ``config`` with ``tiny.config`` merged over it."""
+        return {**self.config, **self.tiny_overrides()}
+
+    def tiny_overrides(self) -> dict[str, Any]:
+        """``tiny.config`` (``{}`` without a ``tiny:`` block)."""
+        return dict(self.tiny.config) if self.tiny is not None else {}
 
     def build(self, req: BuildRequest) -> Any:
         """The factory called with its validated ``config``; weights read, verified, converted and loaded strictly;
@@ -118,10 +131,10 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
     def lint(self, req: LintRequest) -> None:
         entry = req.target(self.factory, f"{req.field}.factory", "factory")
         req.params(entry, self.config or {}, f"{req.field}.config")
-        if self.tiny_config is not None:
-            req.params(entry, self.tiny_config, f"{req.field}.tiny_config")
+        if self.tiny is not None:
+            req.params(entry, self.tiny.config, f"{req.field}.tiny.config")
             if req.resolve and entry is None:
-                req.tiny_config(self, req.field)
+                req.check_tiny(self, req.field)
         req.target(self.convert, f"{req.field}.convert", "converter")
 
     def loading_path_check(self, req: LoadingPathRequest) -> Callable[[], None] | None:
@@ -129,11 +142,11 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
             return None  # local weights: the build check loads the shipped file
 
         def check() -> None:
-            if self.tiny_config is None and req.declared_only is not None:
+            if self.tiny is None and req.declared_only is not None:
                 # a declared-only role may be paper-sized (building it here would cost minutes)
                 raise Skipped(
                     f"{req.declared_only}; its hub-file loading path is not built at the paper's size: add "
-                    f"`tiny_config: {{...}}` to {req.field} (factory config overrides, merged over `config`, that give a "
+                    f"`tiny: {{config: {{...}}}}` to {req.field} (factory config overrides, merged over `config`, that give a "
                     f"tiny model with the same keys and converter, e.g. fewer layers, a smaller width) to check it offline")
             self._hub_file_round_trip(req)
 
@@ -141,7 +154,7 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
 
     def _hub_file_round_trip(self, req: LoadingPathRequest) -> None:
         """A hub-file role's loading path, offline: the factory's random state dict (at ``config``, or at
-        ``tiny_config`` merged over it when the role has one), mapped back by the converter's inverse
+        ``tiny.config`` merged over it when the role has one), mapped back by the converter's inverse
         (identity without a converter), saved under the same file name in a temp folder, then read,
         verified, converted and loaded by the same code as the real file.
 
@@ -153,7 +166,7 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
 
         assert isinstance(self.weights, HubFile)
         sub = lambda name: req.locate(f"{req.field}.{name}")  # noqa: E731
-        reference = req.call_factory(self.factory, self.config, sub, self.tiny_config)
+        reference = req.call_factory(self.factory, self.config, sub, self.tiny.config if self.tiny is not None else None)
         init = {k: v.detach().clone() for k, v in reference.state_dict().items()}
         gen = torch.Generator().manual_seed(0)
         with torch.no_grad():
@@ -169,7 +182,7 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
             # dtype: None: the round trip checks the converter and key layout; a role's storage dtype
             # (bf16) would round the seeded noise and hide nothing about the layout
             local = self.model_copy(update={"weights": self.weights.model_copy(update={"sha256": sha256_file(path)}),
-                                            "config": self.tiny_factory_config(), "tiny_config": None, "dtype": None})
+                                            "config": self.tiny_factory_config(), "tiny": None, "dtype": None})
             built = req.build_model(local, spec_dir=req.spec_dir, device="cpu", loc=req.loc,
                                     hub_file_at=path)  # the harness's own temp file, read as the hub file would be
         got = built.state_dict()

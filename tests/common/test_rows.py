@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 from zoo.common.rows import concat_outputs, independent_rows, row_seed
 
 PROMPT = "347+285="

@@ -72,19 +72,19 @@ def test_shipped_dlm_marginals_match_the_exact_law(xor) -> None:
 def test_static_sampler_counters_through_the_spec(xor) -> None:
     """Unconditional samples are 8 letters; static B = 2 costs 4 DLM + 8 AR forwards per sample, B = 4 costs
     2 + 8; the dynamic schedule spends at most one DLM forward per token."""
-    out = xor.samplers["codila-static"](seed=3, num_samples=3)
+    out = xor.procedures["codila-static"](seed=3, num_samples=3)
     assert all(len(t) == 8 and set(t) <= set("abcd") for t in out.texts)
     assert all(s["dlm_forwards"] == 4 and s["ar_forwards"] == 8 and s["tokens_per_step"] == [2] * 4 for s in out.stats)
-    out4 = xor.samplers["codila-static-b4"](seed=3, num_samples=2)
+    out4 = xor.procedures["codila-static-b4"](seed=3, num_samples=2)
     assert all(s["dlm_forwards"] == 2 and s["ar_forwards"] == 8 for s in out4.stats)
-    dyn = xor.samplers["codila-dynamic"](seed=3, num_samples=4)
+    dyn = xor.procedures["codila-dynamic"](seed=3, num_samples=4)
     assert all(1 <= s["dlm_forwards"] <= 8 and sum(s["tokens_per_step"]) == 8 for s in dyn.stats)
 
 
 def test_no_boundary_tokens_ablation_and_missing_boundary_error(xor) -> None:
     """boundary_tokens: [] feeds the soft embeddings alone (the paper's no-think-tags ablation); a boundary
     token the AR tokenizer lacks is one clear error."""
-    no_tags = xor.samplers["codila-static"].with_params(boundary_tokens=[])
+    no_tags = xor.procedures["codila-static"].with_params(boundary_tokens=[])
     assert no_tags.cfg.boundary is None
     assert len(no_tags(seed=0, num_samples=1).texts[0]) == 8
     with pytest.raises(ValueError, match=r"boundary token '<tool>' is not in the local AR's tokenizer"):
@@ -92,7 +92,7 @@ def test_no_boundary_tokens_ablation_and_missing_boundary_error(xor) -> None:
 
 
 def test_marginals_exclude_mask_specials_and_boundary(xor) -> None:
-    cfg = xor.samplers["codila-static"].cfg
+    cfg = xor.procedures["codila-static"].cfg
     assert set(cfg.excluded) == {0, 1, 2, 3, 8, 9}  # pad, bos, eos (toy: marginals_allow_eos false), mask, tags
     tok = toy_tokenizer()
     assert 2 not in excluded_ids(tok, 3, tok.think_ids, allow_eos=True)

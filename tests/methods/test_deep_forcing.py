@@ -150,7 +150,7 @@ def test_sampler_params_error_names_the_parameter():
     import zoo
     from registry.errors import ParamError
 
-    proc = zoo.load("deep-forcing", variant="toy").samplers["deep-sink-pc"]
+    proc = zoo.load("deep-forcing", variant="toy").procedures["deep-sink-pc"]
     with pytest.raises(ParamError, match="budget_frames"):
         proc.with_params(budget_frames=22)
 
@@ -195,9 +195,9 @@ def test_rollout_through_zoo_load_copies_prompt_and_counts_tokens():
     import zoo
 
     pipe = zoo.load("deep-forcing", variant="toy")
-    out = pipe.samplers["deep-sink"](seed=3, num_frames=30)
+    out = pipe.procedures["deep-sink"](seed=3, num_frames=30)
     assert out.samples.shape == (8, 30, 4, CHANNELS) and out.means.shape == out.samples.shape
-    again = pipe.samplers["deep-sink"](seed=3, num_frames=30)
+    again = pipe.procedures["deep-sink"](seed=3, num_frames=30)
     assert torch.equal(out.samples, again.samples)
     assert torch.equal(out.samples[:, :3], out.means[:, :3])
     assert out.cache_tokens[-1] == 21 * 4 and out.policy["sink_frames"] == 10
@@ -430,12 +430,12 @@ def test_full_pipeline_builds_every_role_from_the_spec_sources(tiny_full):
     # the EMA generator (not the zeroed "generator"), bf16 widened losslessly: equal to the reference rounded to bf16
     for k, v in ref.state_dict().items():
         assert torch.equal(tr.state_dict()[k], v.to(torch.bfloat16).float()), k
-    assert set(pipe.samplers) == {"wan-deep-sink-pc", "wan-deep-sink", "wan-fifo"}  # the toy samplers need `video`
+    assert set(pipe.procedures) == {"wan-deep-sink-pc", "wan-deep-sink", "wan-fifo"}  # the toy samplers need `video`
     assert "deep-sink-pc" in pipe.unavailable
 
 
 def _run(pipe, sampler="wan-deep-sink-pc", seed=0, prompt="a red fox in the snow", num_frames=6, **params):
-    return pipe.samplers[sampler].with_params(**SMALL, **params)(seed=seed, prompt=prompt, num_frames=num_frames)
+    return pipe.procedures[sampler].with_params(**SMALL, **params)(seed=seed, prompt=prompt, num_frames=num_frames)
 
 
 def test_full_sampler_video_shape_range_cache_and_seeded_determinism(tiny_full):

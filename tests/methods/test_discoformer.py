@@ -121,7 +121,7 @@ def test_estimator_contract_batched_equals_per_task_and_refuses_bad_inputs() -> 
     with pytest.raises(RunError, match="at least 2 samples"):
         pipe(context=X[0, :1], queries=Y[0])
     with pytest.raises(ParamError, match="factor"):
-        pipe.samplers["kde"](context=X[0], queries=Y[0], factor=-1.0)
+        pipe.procedures["kde"](context=X[0], queries=Y[0], factor=-1.0)
 
 
 def test_trained_toys_beat_their_untrained_init_and_kde_at_n256() -> None:

@@ -83,11 +83,11 @@ def test_sampler_input_errors_are_one_line():
 
     pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
     with pytest.raises(ValueError, match="not one of|expected letters"):
-        pipe.samplers["evolve"](sequences=["ACDJ"])
+        pipe.procedures["evolve"](sequences=["ACDJ"])
     with pytest.raises(ValueError, match="de-novo starts from masks"):
-        pipe.samplers["de-novo"](sequences=["ACD"])
+        pipe.procedures["de-novo"](sequences=["ACD"])
     with pytest.raises(ValueError, match="pass sequences="):
-        pipe.samplers["post-edit"]()
+        pipe.procedures["post-edit"]()
 
 
 def test_family_landscape_and_loop_only_indels():
@@ -116,7 +116,7 @@ def test_recipe_is_reproducible_and_leaves_the_cached_model():
 
     pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
     before = {k: v.clone() for k, v in pipe.models["net"].state_dict().items()}
-    rec = pipe.samplers["train-dplm-evo"]  # procedures of both sections live in pipe.samplers
+    rec = pipe.procedures["train-dplm-evo"]  # procedures of both sections live in pipe.procedures
     a = rec(seed=3, steps=3, batch_size=4)
     b = rec(seed=3, steps=3, batch_size=4)
     assert all(torch.equal(a.state[k], b.state[k]) for k in a.state)
@@ -221,8 +221,8 @@ def test_spec_editing_samplers_edit_the_noisy_set_and_de_novo_every_site():
 
     pipe = zoo.load("dplm-evo")
     for name in ("evolve", "post-edit", "post-edit-uniform", "post-edit-blosum62"):
-        assert pipe.samplers[name].params.edit_sites == "noisy", name
-    assert pipe.samplers["de-novo"].params.edit_sites == "all"
+        assert pipe.procedures[name].params.edit_sites == "noisy", name
+    assert pipe.procedures["de-novo"].params.edit_sites == "all"
 
 
 class Identity(torch.nn.Module):
@@ -555,7 +555,7 @@ def test_spec_de_novo_sampler_varies_length_around_the_family():
     import zoo
 
     pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
-    out = pipe.samplers["de-novo"](seed=0, num_samples=16)
+    out = pipe.procedures["de-novo"](seed=0, num_samples=16)
     lengths = [len(s) for s in out.sequences]
     assert len(set(lengths)) >= 3 and sum(10 <= n <= 14 for n in lengths) >= 12
     assert all(replay(i, [dict(t) for t in tr]) == s for i, s, tr in zip(out.initial, out.sequences, out.trajectories))
@@ -571,7 +571,7 @@ def test_population_metrics_draw_each_row_from_its_own_stream():
     from zoo.methods.dplm_evo.metrics import independent_rows
 
     pipe = zoo.load("dplm-evo", variant="toy", device="cpu")
-    evolve = pipe.samplers["evolve"]
+    evolve = pipe.procedures["evolve"]
     start = "WMLEESGNPARAC"
     shared = evolve(sequences=[start] * 4, seed=0)
     assert len(set(shared.sequences)) == 1
@@ -761,7 +761,7 @@ def test_diag_heads_evolve_columns_run_the_spec_sampler_with_trained_and_bayes_p
 
     pipe = zoo.load("dplm-evo")
     nets = {f"shipped {k}": pipe.models[r] for k, r in diag.SHIPPED_ROLES.items()}
-    rows = diag.head_share_rows(nets, rows=4, evolve=pipe.samplers["evolve"], evolve_seeds=2, evolve_rows=8, bayes_placed=True)
+    rows = diag.head_share_rows(nets, rows=4, evolve=pipe.procedures["evolve"], evolve_seeds=2, evolve_rows=8, bayes_placed=True)
     shipped = [r for r in rows if r["net"].startswith("shipped")]
     assert len(shipped) == 3 and rows[-1]["net"] == "Bayes-optimal"
     for r in shipped:
@@ -772,11 +772,11 @@ def test_diag_heads_evolve_columns_run_the_spec_sampler_with_trained_and_bayes_p
             if pairs:
                 assert math.isclose(r[f"{prefix}_pooled"], sum(a * n for a, n in pairs) / sum(n for _, n in pairs))
     starts = ["".join(AA[v] for v in x) for x in diag.starts_of(8)]
-    ref = loop_indel_rate_of(pipe.samplers["evolve"], starts, 1)
+    ref = loop_indel_rate_of(pipe.procedures["evolve"], starts, 1)
     assert shipped[0]["evolve_indels"][1] == ref["indels_provenance"]
     assert "shipped contextual" in diag.format_rows(rows, 4) and "pooled" in diag.format_rows(rows, 4)
     with pytest.raises(ValueError, match="^evolve_seeds / evolve_rows"):
-        diag.head_share_rows(nets, rows=4, evolve=pipe.samplers["evolve"], evolve_seeds=65)
+        diag.head_share_rows(nets, rows=4, evolve=pipe.procedures["evolve"], evolve_seeds=65)
 
 
 def test_diag_heads_size_options_build_train_and_read_that_network(tmp_path):

@@ -51,7 +51,7 @@ def test_zoo_load_default_sampler_and_zero_strength_override() -> None:
     out = pipe(seed=0, batch_size=16)
     assert out.samples.shape == (16, 2) and out.nfe == 4 and out.rewards.shape == (16,)
     off = pipe(seed=0, batch_size=16, step_size=0.0)
-    ref = pipe.samplers["unguided"](seed=0, batch_size=16)
+    ref = pipe.procedures["unguided"](seed=0, batch_size=16)
     assert torch.equal(off.samples, ref.samples)
     assert float(out.rewards.mean()) > float(ref.rewards.mean())  # guidance raises the reward
 
@@ -200,7 +200,7 @@ def test_mode_reward_steers_toward_the_low_weight_mode() -> None:
         comp = torch.stack([reward_fn(RewardSpec(kind="mode", component=k), gmm)(out.samples) + gmm.log_weights[k] for k in range(3)], 1)
         return float((comp.argmax(1) == 2).double().mean())
 
-    base = hit_rate(pipe.samplers["unguided"](seed=0, batch_size=256, reward=mode))
+    base = hit_rate(pipe.procedures["unguided"](seed=0, batch_size=256, reward=mode))
     guided = hit_rate(pipe(seed=0, batch_size=256, reward=mode, step_size=1.0))
     assert guided > base + 0.1, (base, guided)
 

@@ -106,8 +106,8 @@ def test_sid_recipe_overrides_D_without_touching_the_cached_teacher():
     """The sid recipes run at D = inf on a D = 16 teacher role; the cached role keeps D = 16, and the run is seeded."""
     pipe = zoo.load("ipfm", variant="toy")
     teacher = pipe.procedure.models["teacher"]
-    out1 = pipe.samplers["sid"](seed=3, num_samples=4, steps=2, init_steps=2)
-    out2 = pipe.samplers["sid"](seed=3, num_samples=4, steps=2, init_steps=2)
+    out1 = pipe.procedures["sid"](seed=3, num_samples=4, steps=2, init_steps=2)
+    out2 = pipe.procedures["sid"](seed=3, num_samples=4, steps=2, init_steps=2)
     assert teacher.D == 16
     assert torch.equal(out1.samples, out2.samples)
     assert [h["step"] for h in out1.history] == [0, 2]
@@ -149,7 +149,7 @@ def test_shipped_generator_is_one_step_and_trained():
     from zoo.common.pfgmpp import quality
 
     pipe = zoo.load("ipfm", variant="toy")
-    proc = pipe.samplers["one-step"]
+    proc = pipe.procedures["one-step"]
     out = proc(seed=5, num_samples=1000)
     teacher = proc.models["teacher"]
     ref = teacher.gmm.sample(1000, torch.Generator().manual_seed(9))
@@ -184,4 +184,4 @@ def test_ipfm_reaches_its_teacher_through_zoo_common_only():
     teacher = zoo.spec("ipfm").models["teacher"].variants["toy"]
     assert teacher.factory == "zoo.common.pfgmpp:analytic_pfgmpp"
     pipe = zoo.load("ipfm", variant="toy")
-    assert type(pipe.samplers["one-step"].models["teacher"]).__module__ == "zoo.common.pfgmpp"
+    assert type(pipe.procedures["one-step"].models["teacher"]).__module__ == "zoo.common.pfgmpp"

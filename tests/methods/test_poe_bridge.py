@@ -74,7 +74,7 @@ def test_toy_pipeline_answers_additions(toy_pipe):
 
 def test_both_lane_modes_are_deterministic_and_batch_independent(toy_pipe):
     for name in ("poe-bridge", "poe-bridge-repo"):
-        s = toy_pipe.samplers[name]
+        s = toy_pipe.procedures[name]
         a = s(["123+456=", "808+192="], seed=4)
         b = s(["123+456=", "808+192="], seed=4)
         assert a == b

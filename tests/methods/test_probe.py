@@ -175,7 +175,7 @@ def test_no_buffer_recipe_matches_a_stage2_on_original_fakes_only() -> None:
 
     pipe = zoo.load("probe", variant="toy")
     kw = dict(stage1_steps=0, stage2_steps=3, n_eval=4, n_original=8)
-    out = pipe.samplers["probe-no-buffer"](seed=3, **kw)
+    out = pipe.procedures["probe-no-buffer"](seed=3, **kw)
     from zoo.common.digits import digits_split
 
     ref = core.finetune_detector(pipe.models["detector"], digits_split().x_train[:8], core.seen_train_fakes(pipe.models["dit"], 8), None, 3,

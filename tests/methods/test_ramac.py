@@ -69,7 +69,7 @@ def test_shared_warmup_equals_separate_recipe_runs() -> None:
     pipe = zoo.load("ramac", variant="toy")
     recipe = {"ramac": "train", "bc-only": "train-bc-only", "risk-neutral": "train-risk-neutral", "cvar-no-bc": "train-cvar-no-bc"}
     for name, res in forked.items():
-        out = pipe.samplers[recipe[name]](seed=0, data_size=64, eval_n=16, **base)
+        out = pipe.procedures[recipe[name]](seed=0, data_size=64, eval_n=16, **base)
         mine, theirs = res.actor.state_dict(), out.state_dict()
         assert mine.keys() == theirs.keys()
         assert all(torch.equal(mine[k], theirs[k]) for k in mine), name
@@ -95,7 +95,7 @@ def test_act_sampler_rows_box_and_errors() -> None:
     assert out.actions.shape == (5, 2) and float(out.actions.abs().max()) <= 1.0
     assert torch.equal(out.actions, pipe(seed=0, n=5).actions)
     assert not torch.equal(out.actions, pipe(seed=1, n=5).actions)
-    other = pipe.samplers["act-risk-neutral"](seed=0, n=5)
+    other = pipe.procedures["act-risk-neutral"](seed=0, n=5)
     assert not torch.equal(out.actions, other.actions)
     with pytest.raises(ZooError, match="noise must have shape"):
         pipe(seed=0, states=torch.zeros(3, 1), noise=torch.zeros(3, 2, 2))
@@ -115,16 +115,16 @@ def test_rafmac_recipe_equals_training_script_and_act_selects_flow_actor() -> No
     assert isinstance(mine, FlowActor)
     pipe = zoo.load("ramac", variant="toy")
     before = {k: v.clone() for k, v in pipe.models["actor-rafmac"].state_dict().items()}
-    out = pipe.samplers["train-rafmac"](seed=0, data_size=64, eval_n=16, **base)
+    out = pipe.procedures["train-rafmac"](seed=0, data_size=64, eval_n=16, **base)
     assert isinstance(out.actor, FlowActor) and out.actor is not pipe.models["actor-rafmac"]
     theirs = out.state_dict()
     assert mine.state_dict().keys() == theirs.keys() and all(torch.equal(v, theirs[k]) for k, v in mine.state_dict().items())
     assert all(torch.equal(before[k], v) for k, v in pipe.models["actor-rafmac"].state_dict().items())
-    no_risk = pipe.samplers["train-rafmac"](seed=0, data_size=64, eval_n=16, **{**base, "eta": 0.0}).state_dict()
+    no_risk = pipe.procedures["train-rafmac"](seed=0, data_size=64, eval_n=16, **{**base, "eta": 0.0}).state_dict()
     assert not all(torch.equal(no_risk[k], theirs[k]) for k in theirs)  # the CVaR term changed the flow actor
     a = pipe(seed=0, n=6, actor="flow")
     assert a.actions.shape == (6, 2) and float(a.actions.abs().max()) <= 1.0
-    assert torch.equal(a.actions, pipe.samplers["act-rafmac"](seed=0, n=6).actions)
+    assert torch.equal(a.actions, pipe.procedures["act-rafmac"](seed=0, n=6).actions)
     assert not torch.equal(a.actions, pipe(seed=0, n=6).actions)
     noise = torch.randn(3, 1, 2, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
@@ -174,7 +174,7 @@ def test_train_recipe_reports_and_leaves_roles_alone() -> None:
     `actor` keeps its shipped weights) and whose evaluation is filled in."""
     pipe = zoo.load("ramac", variant="toy")
     before = {k: v.clone() for k, v in pipe.models["actor"].state_dict().items()}
-    out = pipe.samplers["train"](seed=0, steps=4, eta_warmup=2, eta_ramp=1, batch_size=8, risk_batch=4, data_size=32, eval_n=16)
+    out = pipe.procedures["train"](seed=0, steps=4, eta_warmup=2, eta_ramp=1, batch_size=8, risk_batch=4, data_size=32, eval_n=16)
     assert out.actor is not pipe.models["actor"]
     assert all(torch.equal(before[k], v) for k, v in pipe.models["actor"].state_dict().items())
     assert out.evaluation.n == 16 and 0.0 <= out.evaluation.ood_rate <= 1.0

@@ -207,10 +207,10 @@ def test_samplers_accuracy_ordering_is_reported_not_assumed(pipe):
     """Samplers run end to end; FP samples are recognised (the quantised ordering is measured by the bench)."""
     from zoo.common.digits import digits_classifier
 
-    out = pipe.samplers["fp"](seed=0, per_class=3, num_inference_steps=10)
+    out = pipe.procedures["fp"](seed=0, per_class=3, num_inference_steps=10)
     assert out.samples.shape == (30, 1, 8, 8)
     assert digits_classifier().accuracy(out.samples, out.labels) >= 0.8
-    q = pipe.samplers["w158a3"](seed=0, per_class=1, num_inference_steps=5)
+    q = pipe.procedures["w158a3"](seed=0, per_class=1, num_inference_steps=5)
     assert torch.isfinite(q.samples).all()
 
 

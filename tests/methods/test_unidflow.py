@@ -117,7 +117,7 @@ def test_world_check_rejects_a_parser_that_ignores_the_background() -> None:
 def test_samplers_rule_checks_and_router_on_the_shipped_toy(pipe) -> None:
     """Understanding is exact on the scenes' captions (greedy); the generate output marks faithfulness by the
     world's rule; the final router sends understanding to Δu (α high) and generation to Δg (α low)."""
-    und = pipe.samplers["understand"](seed=0, scenes=list(range(0, 348, 29)))
+    und = pipe.procedures["understand"](seed=0, scenes=list(range(0, 348, 29)))
     assert sum(und.valid) >= 10 and len(und.valid) == 12
     gen = pipe(seed=0, captions=["red s2 tl", "blue s1 br"])
     assert gen.images.shape == (2, 16) and len(gen.grids) == 2
@@ -132,7 +132,7 @@ def test_fixed_alpha_extremes_match_forced_single_adapters(pipe) -> None:
     single = copy.deepcopy(m)
     for layer in lora_layers(single.backbone):
         layer.lora_B["gen"].data.zero_()
-    a = pipe.samplers["generate"].with_params(alpha=1.0)(seed=3, captions=["green s1 bl"])
+    a = pipe.procedures["generate"].with_params(alpha=1.0)(seed=3, captions=["green s1 bl"])
     cond = a.sequences.clone()
     g = torch.Generator().manual_seed(3)
     b = dfm_sample(single, cond, "gen", 16, 1.0, g, alpha=torch.ones(1))

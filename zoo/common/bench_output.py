@@ -1,19 +1,17 @@
-"""``--quick`` for a hand-written argparse tool (``tools/bench_sample.py``); method benchmarks get their flags from
-the engine (``@benchmark(options=...)``)."""
+"""Deprecated: this module is now :mod:`zoo.common.quick_flag` (`--quick` for a hand-written argparse tool); this shim re-exports its names and warns on import, for
+one release (removed in zoo 0.2)."""
 from __future__ import annotations
 
-import argparse
-from typing import Any
+import importlib as _importlib
+import warnings as _warnings
+from typing import Any as _Any
+
+from zoo.common.quick_flag import *  # noqa: F401,F403 - the public names, the very same objects
+
+_NEW = _importlib.import_module("zoo.common.quick_flag")
+_warnings.warn("zoo.common.bench_output is deprecated, import zoo.common.quick_flag", DeprecationWarning, stacklevel=2)
 
 
-def parse_with_quick(ap: argparse.ArgumentParser, argv: list[str] | None, quick: dict[str, Any],
-                     help_text: str) -> argparse.Namespace:
-    """Add ``--quick`` to ``ap`` and parse ``argv``; with ``--quick`` every option named in ``quick`` (by its
-    ``dest``) that was left at its default takes the quick value instead (explicit options still win)."""
-    ap.add_argument("--quick", action="store_true", help=help_text)
-    args = ap.parse_args(argv)
-    if args.quick:
-        for dest, value in quick.items():
-            if getattr(args, dest) == ap.get_default(dest):
-                setattr(args, dest, value)
-    return args
+def __getattr__(name: str) -> _Any:
+    """Any other name of the new module (the same object)."""
+    return getattr(_NEW, name)

@@ -32,7 +32,7 @@ from pydantic import Field
 
 from registry.contract import FactoryParams, Options, Procedure, ProcedureParams, factory, trainer
 from registry.limits import Bound
-from registry.outputs import ImageOutput
+from registry.results import ImageOutput
 
 __all__ = [
     "digits_images", "DigitsSplit", "digits_split", "to_pixels", "DigitsClassifier", "digits_classifier", "classifier_accuracy",

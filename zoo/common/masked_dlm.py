@@ -29,7 +29,7 @@ from pydantic import Field, model_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.limits import Rows, Seeds, Sequences
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 from zoo.common.discrete import gumbel_max, top_p_filter
 
 ALGS = ("low_confidence", "maskgit_plus", "topk_margin", "entropy")
@@ -145,7 +145,7 @@ def resolve_max_new_tokens(value: int | None, *models: Any, fallback: int = 256)
 
 @dataclass
 class GenerationOutput(ProcedureOutput):
-    """What every text sampler returns (a :class:`registry.outputs.ProcedureOutput`: ``out.texts``,
+    """What every text sampler returns (a :class:`registry.results.ProcedureOutput`: ``out.texts``,
     ``out["texts"]`` and ``out[1]`` are the same list; ``token_ids, texts, stats = out.to_tuple()``).
 
     Fields, one entry per row:

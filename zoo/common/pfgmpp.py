@@ -39,11 +39,11 @@ from pydantic import Field
 from torch import nn
 
 from registry.contract import FactoryParams, factory, summarize
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .gmm import TOY_MIXTURES, GaussianMixture, _as_sigma, build_mixture, sliced_wasserstein2
 from .mlp_diffusion import MLPDenoiser
-from .output import SamplesCli
+from .out_files import SamplesCli
 
 __all__ = [
     "gamma_sample", "pfgmpp_noise", "pfgmpp_radius_cdf", "pfgmpp_log_kernel", "pfgmpp_denoise",

@@ -31,7 +31,7 @@ O = TypeVar("O")
 
 def concat_outputs(outputs: Sequence[Any]) -> Any:
     """One output holding the rows of ``outputs`` (dataclass outputs of one class, e.g. a
-    :class:`registry.outputs.ProcedureOutput`): list and tuple fields are concatenated, tensor fields are
+    :class:`registry.results.ProcedureOutput`): list and tuple fields are concatenated, tensor fields are
     ``torch.cat`` along dim 0, a field that is ``None`` or equal in every output is kept, and any other
     field is an error naming it (a per-call field such as a step trace: pass your own ``combine``).
     A list of plain lists is concatenated too."""

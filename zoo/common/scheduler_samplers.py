@@ -33,8 +33,8 @@ from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.limits import Bound, Rows, Seeds
-from registry.outputs import ImageOutput
-from zoo.common.output import OutPath
+from registry.results import ImageOutput
+from zoo.common.out_files import OutPath
 from zoo.common.scheduler_loop import run_scheduler
 
 __all__ = ["DiffusionOutput", "SchedulerSampler", "DDIMSampler", "DPMSolverPPSampler", "UniPCSampler", "sample_shape", "vp_config"]

@@ -15,8 +15,8 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .simulator import Problem, StabilityResult, log_log_slope, run_coupled
 

@@ -10,7 +10,7 @@ from registry.contract import metric_check
 
 
 def _run(pipeline: Any, recipe: str) -> dict:
-    return pipeline.samplers[recipe](seed=0)
+    return pipeline.procedures[recipe](seed=0)
 
 
 @metric_check

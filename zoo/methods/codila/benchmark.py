@@ -34,7 +34,7 @@ PAPER_SYNTAX_ERRORS = {2: (18, 4), 4: (38, 13), 8: (70, 16)}  # K = B: (Dream-Co
 
 
 def _rows_xor(pipe, taus: list[float]) -> list[tuple[str, object]]:
-    s = pipe.samplers
+    s = pipe.procedures
     rows = [("DLM parallel (2 tok/fwd, blocks of 2)", s["dlm-parallel"]),
             ("DLM sequential (1 tok/fwd)", s["dlm-sequential"]),
             ("CoDiLA static B=2 (paper)", s["codila-static"]),
@@ -46,7 +46,7 @@ def _rows_xor(pipe, taus: list[float]) -> list[tuple[str, object]]:
 
 
 def _rows_trap(pipe) -> list[tuple[str, object]]:
-    s = pipe.samplers
+    s = pipe.procedures
     return [("DLM parallel (2 tok/fwd, blocks of 2)", s["dlm-parallel"]),
             ("DLM sequential (1 tok/fwd)", s["dlm-sequential"]),
             ("CoDiLA static B=2, soft (paper)", s["codila-static"]),

@@ -49,7 +49,7 @@ def _task(pipeline: Any) -> Task:
 
 def evaluate_once(pipeline: Any, sampler: str, n: int = CHECK_SAMPLES, seed: int = 0) -> dict[str, float]:
     """:func:`evaluate` of one of the pipeline's samplers, computed once per pipeline (``Pipeline.memo``)."""
-    proc = pipeline.samplers[sampler]
+    proc = pipeline.procedures[sampler]
     if not hasattr(pipeline, "memo"):
         return evaluate(proc, _task(pipeline), n, seed)
     return pipeline.memo(("codila.evaluate", sampler, n, seed), lambda: evaluate(proc, _task(pipeline), n, seed))

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
 from registry.limits import Bound, Rows, Steps
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 from zoo.common.masked_dlm import MaskedDenoiser, find_tokenizer
 
 from .sampler import boundary_ids, excluded_ids

@@ -34,7 +34,7 @@ def measure(ctx: Any, batch: int = 32, seed: int = 0, multiples: tuple[int, ...]
     curves: dict[str, dict[str, list[float]]] = {}
     per_clip: dict[str, torch.Tensor] = {}
     for name in SAMPLERS:
-        proc = pipe.samplers[name]
+        proc = pipe.procedures[name]
         s0 = time.perf_counter()
         out = proc(seed=seed, num_frames=frames, **inputs)
         secs = time.perf_counter() - s0

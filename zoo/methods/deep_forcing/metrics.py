@@ -27,7 +27,7 @@ def policy_rollout(pipeline: Any, sampler: str, frames: int = 12 * TRAIN_FRAMES,
     """Per-clip identity drift ``[B, T]`` and motion energy ``[B, T-1]`` of one sampler's rollout (memoised)."""
     def run() -> dict[str, torch.Tensor]:
         inputs = shared_inputs(batch, frames, seed)
-        out = pipeline.samplers[sampler](seed=seed, num_frames=frames, **inputs)
+        out = pipeline.procedures[sampler](seed=seed, num_frames=frames, **inputs)
         return {"drift": identity_drift(out.means, inputs["palette"]), "motion": motion_energy(out.means),
                 "cache_tokens": torch.tensor(out.cache_tokens)}
 

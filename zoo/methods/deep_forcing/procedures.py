@@ -14,8 +14,8 @@ from pydantic import Field, model_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, summarize
 from registry.limits import Batch, Bound, Frames, Rows
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .policy import CachePolicy
 from .toy import CHANNELS, CHUNK, GRID, SIGMA, TRAIN_FRAMES, make_clips, rollout

@@ -27,8 +27,8 @@ from pydantic import Field, field_validator, model_validator
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure
 from registry.limits import Bound, Frames
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .policy import CachePolicy
 from .procedures import PolicyParams

@@ -22,7 +22,7 @@ from registry.limits import Bound
 
 #: a sample set or query points, ``(n, d)`` or ``(B, n, d)``: at most ``rows`` sets and ``rows`` points per set
 Points = Annotated[Any, Bound("rows"), Bound("rows", axis=-2)]
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .data import random_gmm
 from .kde import kde_log_density_score, sd_kde

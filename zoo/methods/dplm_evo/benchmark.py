@@ -53,10 +53,10 @@ def measure(pipe, role: str, rows: int, population_rows: int, seed: int, wild_ty
     masked = role == "net_masked"
     edit = {"tau_del": 1.0, "tau_ins": 1.0, "stochastic_edits": False, "ancestral": False, "renoise_omega_del": 0.0,
             "renoise_omega_ins": 0.0, "residue_scoring": "masked-marginal"} if masked else {}
-    evolve = pipe.samplers["evolve"].with_params(net_role=role, **edit)
-    post = pipe.samplers["post-edit"].with_params(net_role=role, **edit)
+    evolve = pipe.procedures["evolve"].with_params(net_role=role, **edit)
+    post = pipe.procedures["post-edit"].with_params(net_role=role, **edit)
     # the masked baseline cannot change length: it starts from its own spec's m^12 (the family's modal length)
-    de_novo = pipe.samplers["de-novo"].with_params(net_role=role, **edit, **({"length": 12} if masked else {}))
+    de_novo = pipe.procedures["de-novo"].with_params(net_role=role, **edit, **({"length": 12} if masked else {}))
     fam = family()
     every = max(1, len(fam.train) // population_rows)
     starts = ["".join(AA[v] for v in s) for s in fam.train[::every][:population_rows]]
@@ -235,7 +235,7 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
                      f"({r['loop_all_sites']['indels_provenance']:.0f}; {r['loop_all_sites']['rate']:.3f}; "
                      f"{r['loop_all_sites']['rate_traceback']:.3f})"
                      for n, r in res["rows"].items() if "loop_all_sites" in r))
-    evolve, start_text = pipe.samplers["evolve"], ["".join(AA[v] for v in x) for x in starts]
+    evolve, start_text = pipe.procedures["evolve"], ["".join(AA[v] for v in x) for x in starts]
     const = type(evolve)(models={"net": ConstantEditHeads(pipe.models["net"], 0.05)}, params=evolve.params)
     res["loop_constant_heads"] = c = loop_indel_rate_of(const, start_text, seed)
     lines.append(f"control: the contextual network with constant edit heads (p_del = p_ins = 0.05) inside the noisy set, "

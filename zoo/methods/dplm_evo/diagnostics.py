@@ -13,7 +13,7 @@ loop-indel rate per sampler seed (:func:`evolve_rates`). A one-off study, kept a
     nets = {f"shipped {k}": pipe.models[r] for k, r in d.SHIPPED_ROLES.items()}
     print(d.format_rows(d.head_share_rows(nets, rows=128), rows=128))                    # the NOTES' item (h)
     net, cfg, cpu, wall = d.train_one("contextual", gamma_indel=5.0, seed=0)             # one trial network
-    print(d.format_rows(d.head_share_rows({"contextual γ=5": net}, rows=128, evolve=pipe.samplers["evolve"],
+    print(d.format_rows(d.head_share_rows({"contextual γ=5": net}, rows=128, evolve=pipe.procedures["evolve"],
                                           evolve_seeds=4, bayes_placed=True), rows=128))
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ def train_one(kernel: str, gamma_indel: float, seed: int, steps: int | None = No
 
 
 def evolve_rates(net: Any, evolve: Any, rows: int, seeds: int, prefix: str = "evolve") -> dict:
-    """The spec's ``evolve`` sampler (``evolve``: ``pipe.samplers["evolve"]``) with ``net`` on ``rows`` starts for
+    """The spec's ``evolve`` sampler (``evolve``: ``pipe.procedures["evolve"]``) with ``net`` on ``rows`` starts for
     sampler seeds ``0 .. seeds − 1``: the provenance loop-indel rate per seed and pooled (in-loop over all net
     indels), keys prefixed by ``prefix``."""
     from .alphabet import AA

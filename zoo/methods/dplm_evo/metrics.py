@@ -546,7 +546,7 @@ def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 512, seed: 
         raise ValueError(f"count: expected one of {sorted(_LOOP_COUNTS)}, got {count!r}")
     starts = ["".join(AA[v] for v in s) for s in family().train[:: max(1, len(family().train) // n)][:n]]
     return _memo(pipeline, ("dplm_evo.loop", sampler, n, seed),
-                 lambda: loop_indel_rate_of(pipeline.samplers[sampler], starts, seed))[_LOOP_COUNTS[count]]
+                 lambda: loop_indel_rate_of(pipeline.procedures[sampler], starts, seed))[_LOOP_COUNTS[count]]
 
 
 def de_novo_length_tv_of(sampler, n: int = 512, seed: int = 0) -> dict:
@@ -583,13 +583,13 @@ def length_tv_noise_floor(n: int, reps: int = 200, seed: int = 0) -> float:
 @metric_check
 def de_novo_length_tv(pipeline: Any, sampler: str = "de-novo", n: int = 512, seed: int = 0) -> float:
     """TV distance between the de novo samples' length law and the family's (lower is better)."""
-    return _memo(pipeline, ("dplm_evo.len", sampler, n, seed), lambda: de_novo_length_tv_of(pipeline.samplers[sampler], n, seed))["tv"]
+    return _memo(pipeline, ("dplm_evo.len", sampler, n, seed), lambda: de_novo_length_tv_of(pipeline.procedures[sampler], n, seed))["tv"]
 
 
 @metric_check
 def post_edit_gain(pipeline: Any, sampler: str = "post-edit", n: int = 64, seed: int = 0) -> float:
     """Mean fitness gain ``f(end) − f(start)`` of post-editing ``n`` low-fitness variants."""
-    return _memo(pipeline, ("dplm_evo.post", sampler, n, seed), lambda: post_edit_gain_of(pipeline.samplers[sampler], n, seed))["mean_gain"]
+    return _memo(pipeline, ("dplm_evo.post", sampler, n, seed), lambda: post_edit_gain_of(pipeline.procedures[sampler], n, seed))["mean_gain"]
 
 
 @metric_check

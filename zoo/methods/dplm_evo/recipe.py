@@ -15,7 +15,7 @@ from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
 from registry.limits import Bound, Rows, Steps
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .alphabet import encode
 from .noise import Knobs

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams
 from registry.limits import Bound, Length, Rows, Sequences
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .editing import MASK_CHAR, EditConfig, edit_row, from_text, to_text
 

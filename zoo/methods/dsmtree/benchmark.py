@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from registry.contract import Options, benchmark
-from zoo.common.output import pyplot, save_figure
+from zoo.common.out_files import pyplot, save_figure
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
 

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
 

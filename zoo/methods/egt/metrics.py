@@ -9,7 +9,7 @@ from registry.contract import metric_check
 
 
 def _run(pipeline: Any, recipe: str) -> Any:
-    return pipeline.memo(("egt", recipe), lambda: pipeline.samplers[recipe](seed=0))
+    return pipeline.memo(("egt", recipe), lambda: pipeline.procedures[recipe](seed=0))
 
 
 @metric_check

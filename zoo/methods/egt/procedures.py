@@ -10,8 +10,8 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams, private_copies
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .divergences import CLOSED_FORM, DIVERGENCES, egt_gap, gaussian_divergence, gaussian_log_prob, mc_f_divergence, proportion_gap
 from .gaussian import GaussianGroups, GroupModel, exact_minmax, finetune, note_toy, summary, weighted_mle

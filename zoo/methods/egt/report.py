@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.common.digits import NUM_CLASSES
-from zoo.common.output import pyplot, save_figure
+from zoo.common.out_files import pyplot, save_figure
 
 #: the shared note's table (methods/egt.md §6a) for the Gaussian toy: KL_A, KL_B, max, gap, weighted average
 NOTE_ROWS: dict[str, tuple[float, float, float, float, float]] = {

@@ -11,8 +11,8 @@ import torch
 from pydantic import Field
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .construction import ConstructionError, build_network, exact_match, float_grid
 

@@ -19,7 +19,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import Options, benchmark
-from zoo.common.output import pyplot, save_figure
+from zoo.common.out_files import pyplot, save_figure
 
 from .model import exact_flow_map_model
 from .rewards import gramian, lqr_endpoint

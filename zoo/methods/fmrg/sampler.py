@@ -41,7 +41,7 @@ from pydantic import Field, model_validator
 from registry.contract import CliInputs, Procedure, ProcedureParams
 from registry.limits import Bound, Rows
 from registry.errors import Location, ParamError
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .model import has_two_time_interface
 from .rewards import RewardSpec, reward_fn, reward_grad

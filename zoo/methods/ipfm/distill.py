@@ -30,8 +30,8 @@ from registry.limits import Bound, Rows
 
 #: training steps of one call; 0 trains nothing
 CallSteps = Annotated[int, Field(ge=0), Bound("steps")]
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 from zoo.common.pfgmpp import AnalyticPFGMPP, DValue, EDMField, as_D, pfgmpp_noise, quality
 from zoo.common.training import EMA
 

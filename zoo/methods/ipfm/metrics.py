@@ -15,7 +15,7 @@ def distilled_stat(pipeline: Any, recipe: str = "ipfm", stat: str = "sw2") -> fl
     key = (id(pipeline), recipe)  # both stats of one run share the (slow) training
     if key not in _RUNS:
         _RUNS.clear()
-        _RUNS[key] = pipeline.samplers[recipe](seed=0, num_samples=16)
+        _RUNS[key] = pipeline.procedures[recipe](seed=0, num_samples=16)
     return float(_RUNS[key][stat])
 
 
@@ -27,6 +27,6 @@ def shipped_stat(pipeline: Any, stat: str = "sw2", n: int = 2000) -> float:
 
     from zoo.common.pfgmpp import quality
 
-    teacher = pipeline.samplers["one-step"].models["teacher"]
-    x = pipeline.samplers["one-step"](seed=2, num_samples=n).samples
+    teacher = pipeline.procedures["one-step"].models["teacher"]
+    x = pipeline.procedures["one-step"](seed=2, num_samples=n).samples
     return float(quality(x, teacher, teacher.gmm.sample(n, torch.Generator().manual_seed(1)))[stat])

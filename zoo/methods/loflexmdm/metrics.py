@@ -315,7 +315,7 @@ def insertion_calibration(model: Any, n: int, steps: int, seed: int = 0, t_bins:
 
 
 def _cfg(pipeline: Any, sampler: str, steps: int | None) -> tuple[Any, SamplerConfig]:
-    proc = pipeline.samplers[sampler]
+    proc = pipeline.procedures[sampler]
     cfg = proc.cfg if steps is None else SamplerConfig(steps, proc.cfg.confidence, proc.cfg.top_p, proc.cfg.top_k, proc.cfg.count_1)
     return proc.model, cfg
 

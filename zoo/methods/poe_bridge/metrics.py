@@ -41,7 +41,7 @@ def evaluate(procedure: Any, n_problems: int = 64, seed0: int = 0, progress: boo
 def evaluate_once(pipeline: Any, sampler: str | None = None, n_problems: int = CHECK_PROBLEMS) -> dict[str, float]:
     """:func:`evaluate` of one of the pipeline's samplers, computed once per pipeline
     (``Pipeline.memo``): the accuracy, tokens-per-forward and forward-count checks share it."""
-    proc = pipeline.procedure if sampler is None else pipeline.samplers[sampler]
+    proc = pipeline.procedure if sampler is None else pipeline.procedures[sampler]
     if not hasattr(pipeline, "memo"):  # a stand-in pipeline in a test
         return evaluate(proc, n_problems)
     return pipeline.memo(("poe_bridge.evaluate", sampler or pipeline.default, n_problems), lambda: evaluate(proc, n_problems))

@@ -28,6 +28,6 @@ def detector_bacc_on(pipeline: Any, generator: str, n_eval: int = 360) -> float:
 @metric_check
 def probe_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
     """``unseen_mean`` / ``seen`` (``which`` = before / after) or ``gain`` of a PROBE recipe run at seed 0."""
-    out = pipeline.memo(("probe", recipe), lambda: pipeline.samplers[recipe](seed=0))
+    out = pipeline.memo(("probe", recipe), lambda: pipeline.procedures[recipe](seed=0))
     v = out[stat]
     return float(v if stat == "gain" else v[which])

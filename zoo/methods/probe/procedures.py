@@ -10,9 +10,9 @@ import torch
 from pydantic import Field, model_validator
 
 from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 from zoo.common.digits import digits_split
-from zoo.common.output import OutPath
+from zoo.common.out_files import OutPath
 
 from .core import GENERATORS, SEEN, UNSEEN, detector_bacc, eval_fakes, finetune_detector, probe_stage1, seen_train_fakes
 

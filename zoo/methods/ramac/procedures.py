@@ -12,8 +12,8 @@ from pydantic import Field
 from registry.contract import CliInputs as BaseCliInputs
 from registry.contract import Procedure, ProcedureParams, private_copies
 from registry.limits import Bound, Rows
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .bandit import bandit_dataset, evaluate_actions
 from .train import RamacTrainer, TrainConfig, reinitialise

@@ -44,7 +44,7 @@ __all__ = ["TrainConfig", "PRESETS", "TrainResult", "RamacTrainer", "reinitialis
 
 class TrainConfig(ProcedureParams):
     """Hyper-parameters of :func:`train_ramac` (the toy's values; the paper's per-task values are the
-    spec's ``variant_params``)."""
+    spec's ``params_by_variant``)."""
 
     steps: int = Field(3500, ge=0, le=2_000_000)
     batch_size: int = Field(128, ge=1, le=65_536)

@@ -98,7 +98,7 @@ def sample_quality(pipeline: Any, sampler: str, per_class: int = 20, seed: int =
     from zoo.common.digits import digits_classifier, frechet_distance
 
     def run() -> dict[str, float]:
-        out = pipeline.samplers[sampler](seed=seed, per_class=per_class)
+        out = pipeline.procedures[sampler](seed=seed, per_class=per_class)
         return {"accuracy": digits_classifier().accuracy(out.samples, out.labels), "frechet": frechet_distance(out.samples)}
 
     return pipeline.memo(("robuq", sampler, per_class, seed), run)

@@ -21,8 +21,8 @@ from pydantic import Field
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, private_copies, summarize, transform
 from registry.limits import Batch
-from registry.outputs import ImageOutput, ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ImageOutput, ProcedureOutput
+from zoo.common.out_files import OutPath
 
 from .attention import attention_bits_of
 from .model import ADALN, allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, quant_modules, set_group_bits

@@ -27,8 +27,8 @@ Names = Annotated[list[str], Field(max_length=1024)]
 Tokens = Annotated[int, Field(ge=64, le=10_000_000)]
 NFeatures = Annotated[int, Field(ge=8, le=262_144)]
 TopK = Annotated[int, Field(ge=1, le=4096)]
-from registry.outputs import ProcedureOutput
-from zoo.common.output import OutPath
+from registry.results import ProcedureOutput
+from zoo.common.out_files import OutPath
 from zoo.common.activations import collect_activations
 from zoo.common.sae import SparseAutoencoder, TrainConfig, fraction_variance_unexplained, train_sae
 

@@ -39,7 +39,7 @@ def demo_dead_relu(pipeline: Any) -> float:
 
 def _survey(pipeline: Any) -> StreamSurveyOutput:
     """The stream survey with the spec's params, computed once per procedure instance."""
-    proc = pipeline.samplers["stream-survey"]
+    proc = pipeline.procedures["stream-survey"]
     rep = proc.__dict__.get("_survey_result")
     if rep is None:
         rep = proc(seed=0)
@@ -108,7 +108,7 @@ def dead_total_mean_centred_max(pipeline: Any) -> float:
 
 
 def _training(pipeline: Any, how: str) -> float:
-    proc = pipeline.samplers["centred-training"]
+    proc = pipeline.procedures["centred-training"]
     rep = proc(seed=0, magnitudes=[160.0])
     return next(r["dead_final"] for r in rep["rows"] if r["b_dec_init"] == how)
 

@@ -21,7 +21,7 @@ from registry.contract import CliInputs as BaseCliInputs
 from registry.contract import cached_artifact
 from registry.contract import Procedure, ProcedureParams
 from registry.limits import Bound
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from registry.contract import Options, benchmark
-from zoo.common.output import pyplot, save_figure
+from zoo.common.out_files import pyplot, save_figure
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig

@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
-from registry.outputs import ProcedureOutput
+from registry.results import ProcedureOutput
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig

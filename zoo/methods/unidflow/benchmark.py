@@ -126,11 +126,11 @@ def grid_panels(pipe, seed: int) -> list[dict]:
     caps = ["red s1 tl", "green s2 br", "blue s3 tl", "yellow s1 tr", "red s2 bl", "blue s1 br"]
     out = []
     for name, role in (("final (stage III)", "model"), ("stage II (reference)", "reference"), ("shared adapter", "shared")):
-        gen = pipe.samplers["generate"].with_params(model_role=role)(seed=seed, captions=caps)
+        gen = pipe.procedures["generate"].with_params(model_role=role)(seed=seed, captions=caps)
         out.append({"name": f"generate: {name}", "items": [{"grid": g, "valid": v, "label": c} for g, v, c in zip(gen.grids, gen.valid, caps)]})
-    ed = pipe.samplers["edit"]
+    ed = pipe.procedures["edit"]
     scenes = [3, 40, 100, 170, 250, 330]
-    src = pipe.samplers["understand"](seed=seed, scenes=scenes)
+    src = pipe.procedures["understand"](seed=seed, scenes=scenes)
     out.append({"name": "edit: source (understood)", "items": [{"grid": g, "valid": v, "label": c} for g, v, c in zip(src.grids, src.valid, src.captions)]})
     colours = []
     from .world import all_scenes

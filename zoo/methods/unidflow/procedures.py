@@ -11,8 +11,8 @@ from pydantic import Field, field_validator
 
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list, summarize
 from registry.limits import Batch, Bound, Rows, Seeds
-from registry.outputs import ProcedureOutput, per_call
-from zoo.common.output import JsonPath, write_json
+from registry.results import ProcedureOutput, per_call
+from zoo.common.out_files import JsonPath, write_json
 
 from .dfm import dfm_sample
 from .world import COLOURS, LAYOUT, TOK, all_captions, all_scenes, caption_of, caption_tuple, encode, parse, render
