@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..build import build_model, call_factory
+from ..build import build_model
 from ..loader import locate
 from ..sources import LoadingPathRequest, tiny_tokenizer  # noqa: F401 - tiny_tokenizer re-exported
 from .base import Check, Skipped, SpecUnderCheck, family
@@ -34,7 +34,7 @@ def builds_and_loading_paths(s: SpecUnderCheck) -> list[Check]:
             body = src.loading_path_check(LoadingPathRequest(
                 role=role, variant=v, field=field, spec_dir=entry.path.parent, loc=locate(file, field),
                 declared_only=str(status.refusal(v)) if status.status == "declared-only" else None,
-                allow_remote_code_stub=s.allow_remote_code_stub, build_model=build_model, call_factory=call_factory,
+                allow_remote_code_stub=s.allow_remote_code_stub, build_model=build_model,
                 locate=lambda f: locate(file, f)))
             if body is not None:
                 checks.append(s.check(f"loading-path[{role}.{v}]", body))
@@ -45,7 +45,4 @@ def builds_and_loading_paths(s: SpecUnderCheck) -> list[Check]:
 def _tiny_checkpoint(source: Any, workdir: Path) -> Any:
     """Save a tiny model of the same type locally and return the source pointing at it (the kind's own
     ``tiny_checkpoint``: transformers/diffusers from ``tiny.config``, timm random weights)."""
-    make = getattr(source, "tiny_checkpoint", None)
-    if make is None:
-        raise AssertionError(f"source kind {source.source!r} makes no tiny checkpoint")
-    return make(workdir)
+    return source.tiny_checkpoint(workdir)

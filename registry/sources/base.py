@@ -66,6 +66,11 @@ class SourceKind(Transformable):
         :class:`registry.errors.Skipped` with the reason when it cannot run), or None when the build check covers it."""
         return None
 
+    def tiny_checkpoint(self, workdir: Path) -> "SourceKind":
+        """A tiny local checkpoint of the same model type saved under ``workdir``, and this source reading it (the
+        conformance loading-path check); kinds without one refuse."""
+        raise AssertionError(f"source kind {self.source!r} makes no tiny checkpoint")
+
     def with_local_weights(self, path: str, sha256: str) -> "SourceKind | None":
         """This source reading the given local safetensors file instead of its own weights (a recipe's output
         reloaded by conformance), or None when the kind takes no weights file."""
@@ -95,11 +100,7 @@ class BuildRequest:
     allow_outside_paths: bool | None = None
     hub_file_at: Path | None = None
 
-    def at(self, name: str) -> Location:
-        """The location of one of the source's fields."""
-        return self.sub(name)
-
-    sub: Callable[[str], Location] = field(default=lambda name: Location(field=name))
+    sub: Callable[[str], Location] = field(default=lambda name: Location(field=name))  # locates one of its fields
 
 
 @dataclass
@@ -125,7 +126,7 @@ class LintRequest:
 class LoadingPathRequest:
     """What conformance hands :meth:`SourceKind.loading_path_check`: the spec folder, the source's location, the
     variant's refusal (None when runnable), the caller's remote-code-stub consent, and the builder
-    (``build_model(source, **kwargs)``) and ``call_factory`` the check goes through; ``locate(field)`` locates a
+    (``build_model(source, **kwargs)``) the check goes through; ``locate(field)`` locates a
     field of the spec file."""
 
     role: str
@@ -136,7 +137,6 @@ class LoadingPathRequest:
     declared_only: str | None
     allow_remote_code_stub: bool
     build_model: Callable[..., Any]
-    call_factory: Callable[..., Any]
     locate: Callable[[str], Location]
 
 
@@ -153,7 +153,7 @@ class SaveRequest:
     replacement: Any
     keep: dict[str, Any]
     folder: Path
-    write_state: Callable[[Any], dict[str, Any]]
+    write_state: Callable[[], dict[str, Any]]
     float_dtype: Callable[[Any], str | None]
 
 
@@ -171,7 +171,7 @@ def register(kind: type[SourceKind]) -> type[SourceKind]:
     if not tags:
         raise TypeError(f"{kind.__name__}: declare `source: Literal[...]` with its tag(s)")
     for tag in tags:
-        if _KINDS.get(tag, kind) is not kind and _KINDS[tag].__qualname__ != kind.__qualname__:
+        if _KINDS.get(tag, kind) is not kind:
             raise ValueError(f"source kind {tag!r} is already registered by {_KINDS[tag].__name__}")
     for tag in tags:
         _KINDS[tag] = kind

@@ -166,7 +166,7 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
 
         assert isinstance(self.weights, HubFile)
         sub = lambda name: req.locate(f"{req.field}.{name}")  # noqa: E731
-        reference = req.call_factory(self.factory, self.config, sub, self.tiny.config if self.tiny is not None else None)
+        reference = call_factory(self.factory, self.config, sub, self.tiny.config if self.tiny is not None else None)
         init = {k: v.detach().clone() for k, v in reference.state_dict().items()}
         gen = torch.Generator().manual_seed(0)
         with torch.no_grad():
