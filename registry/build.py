@@ -24,7 +24,7 @@ from .hub import remote_code_disabled  # noqa: F401 - re-exported (the builder's
 from .loader import locate, source_dir
 from .resolve import library_class, resolve
 from .saved import save as save_folder
-from .calls import _call_model, _default_caps, call_factory, check_kwargs, factory_kwargs, one_line as _one_line, validated_kwargs  # noqa: F401 - re-exported
+from .calls import _call_model, _default_caps, call_factory, check_kwargs, factory_kwargs, one_line as _one_line, procedure_params, validated_kwargs  # noqa: F401 - re-exported
 from .sources.base import BuildRequest, in_declared_dtype as _in_declared_dtype, is_model_class as _is_model_class  # noqa: F401 - re-exported
 from .sources.base import load_state_strict, place as _place, torch_dtype as _torch_dtype  # noqa: F401 - re-exported
 from .schema import refuse_consent_keys
@@ -236,18 +236,8 @@ def make_procedure(
         raise BuildError(f"{proc.target} has no Params model (see registry.contract.Procedure)")
     overrides = dict(overrides or {})
     spec_values = {**proc.params, **proc.params_by_variant.get(variant or "", {})}
-    try:
-        refuse_consent_keys(spec_values)
-    except ValueError as exc:
-        raise ParamError(str(exc), locate(file, f"{section}.{name}.params")) from None
-    _default_caps(params_cls, spec_values, lambda f: locate(file, f"{section}.{name}.params.{f}"))  # the spec's, not the caller's
-    try:
-        params = params_cls(**{**spec_values, **overrides})
-    except ValidationError as exc:
-        err = validation_error(exc, params_cls, lambda f: locate(file, f"{section}.{name}.params.{f}"), set(overrides))
-        if err.message.startswith("unknown parameter;"):
-            err = ParamError(err.message.replace("unknown parameter;", f"unknown parameter of {name};", 1), err.location)
-        raise err from None
+    params = procedure_params(params_cls, spec_values, overrides,
+                              lambda f: locate(file, f"{section}.{name}.params" + (f".{f}" if f else "")), name)
     from .contract import Roles, private_copies
 
     missing = missing_roles(spec, name, variant, models)

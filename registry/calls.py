@@ -22,9 +22,16 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 
 
 def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``config`` validated by a registered factory's params model: the keyword arguments to call it with (only
-    the keys the spec gave). ``where(field)`` locates a spec field; with ``tiny`` (a zoo source's ``tiny.config``, merged
-    over ``config``) a problem with one of its keys is located at ``tiny.config.<key>``, any other at ``config.<key>``."""
+    """``config`` validated by a registered factory's params model (:func:`factory_config`): the keyword arguments
+    to call it with (only the keys the spec gave)."""
+    return factory_config(factory_params(factory), config, where, tiny)
+
+
+def factory_config(model_cls: Any, config: Mapping[str, Any], where: Any, tiny: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config`` validated by a factory's params model ``model_cls``: consent keys refused, sizes without a
+    declared bound held to the default caps, then the model. ``where(field)`` locates a spec field; with ``tiny`` (a
+    zoo source's ``tiny.config``, merged over ``config``) a problem with one of its keys is located at
+    ``tiny.config.<key>``, any other at ``config.<key>``. The build and ``zoo validate`` both call this."""
     tiny = dict(tiny or {})
     field = lambda key: f"tiny.config.{key}" if key.split(".")[0] in tiny else f"config.{key}"  # noqa: E731
     for name, values in (("config", config), ("tiny.config", tiny)):
@@ -32,7 +39,6 @@ def factory_kwargs(factory: Any, config: Mapping[str, Any], where: Any, tiny: Ma
             refuse_consent_keys(dict(values))
         except ValueError as exc:
             raise ParamError(str(exc), where(name)) from None
-    model_cls = factory_params(factory)
     _default_caps(model_cls, {**config, **tiny}, lambda f: where(field(f)))
     try:
         cfg = model_cls(**{**config, **tiny})
@@ -64,6 +70,42 @@ def validated_kwargs(model_cls: Any, values: Mapping[str, Any], where: Any, pref
     except ValidationError as exc:
         raise validation_error(exc, model_cls, lambda f: where(f"{prefix}.{f}" if f else prefix)) from None
     return {k: getattr(cfg, k) for k in cfg.model_fields_set}
+
+
+def procedure_params(params_cls: Any, spec_values: Mapping[str, Any], overrides: Mapping[str, Any], where: Any,
+                     name: str) -> Any:
+    """A procedure's ``Params`` instance from the spec's values (``params`` merged with the variant's
+    ``params_by_variant``) and the caller's ``overrides``: consent keys refused, the spec's sizes without a declared
+    bound held to :mod:`registry.limits`' caps, then the model. ``where(key)`` locates a spec key; a problem with a
+    caller's key is located at ``parameter <key>``. The build and ``zoo validate`` both call this."""
+    try:
+        refuse_consent_keys(dict(spec_values))
+    except ValueError as exc:
+        raise ParamError(str(exc), where("")) from None
+    _default_caps(params_cls, spec_values, where)  # the spec's, not the caller's
+    try:
+        return params_cls(**{**spec_values, **overrides})
+    except ValidationError as exc:
+        err = validation_error(exc, params_cls, where, set(overrides))
+        if err.message.startswith("unknown parameter;"):
+            err = ParamError(err.message.replace("unknown parameter;", f"unknown parameter of {name};", 1), err.location)
+        raise err from None
+
+
+def cli_inputs(cli_cls: Any, options: Mapping[str, str], name: str) -> Any:
+    """``zoo run``'s ``--key value`` options (strings) parsed by a procedure's ``CliInputs``; a problem is one line
+    naming the flag and the procedure's options. ``zoo run`` checks them before the build and parses them after it
+    with this one function."""
+    try:
+        return cli_cls(**options)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        flag = "--" + ".".join(str(p) for p in err["loc"]).replace("_", "-")
+        msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        if err["type"] == "value_error":  # a validator's own message says what is expected
+            raise ZooError(f"{flag}: {msg}") from None
+        fields = ", ".join("--" + f.replace("_", "-") for f in cli_cls.model_fields)
+        raise ZooError(f"{flag}: {msg} (options of {name}: {fields or 'none'})") from None
 
 
 def _call_model(getter: Any, fn: Any, name: str, loc: Location) -> Any:

@@ -448,7 +448,25 @@ def _params_from_signature(fn: Callable[..., Any], skip: int = 0, what: str = "@
             raise TypeError(f"{what} {fn.__qualname__}: parameter {name} is positional-only")
         ann = Any if p.annotation is p.empty else hints.get(name, p.annotation)
         fields[name] = (ann, ... if p.default is p.empty else p.default)
-    return create_model(f"{fn.__name__}_config", __base__=FactoryParams, **fields)
+    model = create_model(f"{fn.__name__}_config", __base__=FactoryParams, **fields)
+    model.__zoo_derived__ = True  # type: ignore[attr-defined] - registry.declare: derived, not a params module's class
+    return model
+
+
+def _check_signature(fn: Callable[..., Any], model: type[BaseModel], skip: int, what: str) -> None:
+    """A callable declared with ``params=Model`` receives the validated values as keyword arguments: its keyword
+    parameters after the first ``skip`` must be exactly the model's fields (or it takes ``**kwargs``), so the model
+    (kept torch-free in the package's params module, :mod:`registry.declare`) cannot drift from the signature."""
+    params = list(inspect.signature(fn).parameters.values())[skip:]
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    names = {p.name for p in params if p.kind is not p.VAR_POSITIONAL}
+    fields = set(model.model_fields)
+    if names != fields:
+        extra, missing = sorted(fields - names), sorted(names - fields)
+        raise TypeError(f"{what} {fn.__qualname__}: params model {model.__qualname__} does not match the signature"
+                        + (f"; fields the function does not take: {', '.join(extra)}" if extra else "")
+                        + (f"; parameters the model lacks: {', '.join(missing)}" if missing else ""))
 
 
 @overload
@@ -464,6 +482,8 @@ def factory(fn: Any = None, *, params: type[BaseModel] | None = None) -> Any:
         if params is not None and not (isinstance(params, type) and issubclass(params, FactoryParams)):
             raise TypeError("@factory(params=...) needs a registry.contract.FactoryParams subclass")
         model = params if params is not None else _params_from_signature(f)
+        if params is not None:
+            _check_signature(f, params, 0, "@factory")
         if model.model_config.get("extra") != "forbid":
             raise TypeError(f"@factory {f.__qualname__}: params model must forbid extra keys (subclass FactoryParams)")
         _FACTORY_PARAMS[f] = model
@@ -489,6 +509,7 @@ def _registering(kind: str, fn: Any, params: type[BaseModel] | None) -> Any:
 
     def deco(f: F) -> F:
         if params is not None:
+            _check_signature(f, params, 1, f"@{kind}")
             _CALL_PARAMS[f] = params
         return register(kind, f)
 

@@ -122,7 +122,12 @@ def validation_error(exc: Any, model: type, where: Any, from_caller: set[str] | 
     field = ".".join(str(p) for p in err["loc"])
     loc = Location(None, None, None, f"parameter {field}") if err["loc"] and err["loc"][0] in from_caller else where(field)
     if err["type"] == "extra_forbidden":
-        msg = f"unknown parameter; expected one of: {', '.join(getattr(model, 'model_fields', {})) or 'none'}"
+        import difflib
+
+        names = list(getattr(model, "model_fields", {}))
+        close = difflib.get_close_matches(str(err["loc"][-1]), names, n=1, cutoff=0.6) if err["loc"] else []
+        listed = f"expected one of: {', '.join(names) or 'none'}"
+        msg = f"unknown parameter; did you mean {close[0]!r}? ({listed})" if close else f"unknown parameter; {listed}"
     else:
         msg = f"{err['msg']} (got {err.get('input')!r})"
     return ParamError(msg, loc)

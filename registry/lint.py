@@ -11,11 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import ResolveError, SpecError
+from .calls import _call_model, factory_config, factory_kwargs, procedure_params, validated_kwargs
+from .contract import FactoryParams, ProcedureParams, check_params_model, transform_params
+from .errors import BuildError, ParamError, ResolveError, SpecError
 from .loader import locate, origin_dir, source_dir, spec_roots, within
 from .resolve import allowed_packages
+from .resolve import resolve as resolve_target
 from .sources import LintRequest
 from .spec import Spec
+from .static import Info, target_info
+from .static import library_has as static_library_has
 
 
 def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecError]:
@@ -26,10 +31,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
         return [SpecError(exc.message, exc.location)]
     errors: list[SpecError] = []
 
-    def target(value: str | None, field: str, kind: str) -> dict | None:
-        """Check one target; its static index entry (params schema) when there is one."""
-        from .static import target_info
-
+    def target(value: str | None, field: str, kind: str) -> Info | None:
+        """Check one target; its static description (params models) when its package has a params module."""
         if value is None:
             return None
         top = value.split(":")[0].split(".")[0]
@@ -41,85 +44,92 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             return None
         info = target_info(value)
         if info is not None:
-            entry, index = info
-            if entry is None or kind not in entry.get("kinds", []):
-                what = f"a {', '.join(entry['kinds'])}" if entry else "not registered"
-                errors.append(SpecError(
-                    f"{value!r} is not registered as a {kind.replace('_', ' ')} ({what} per {index})", locate(file, field)))
+            if info.error:
+                errors.append(SpecError(f"{value!r}: {info.file} cannot be imported: {info.error}", locate(file, field)))
                 return None
-            return entry
+            if info.kinds is None or kind not in info.kinds:
+                what = f"a {', '.join(info.kinds)}" if info.kinds else "not declared"
+                errors.append(SpecError(
+                    f"{value!r} is not registered as a {kind.replace('_', ' ')} ({what} per {info.file})", locate(file, field)))
+                return None
+            return info
         if resolve:
-            from .resolve import resolve as resolve_target
-
             try:
                 resolve_target(value, locate(file, field), kind=kind)
             except ResolveError as exc:
                 errors.append(SpecError(exc.message, exc.location))
         return None
 
-    def params(entry: dict | None, values: dict, field: str) -> None:
-        from .static import check_caps, check_values
+    def located(run: Any) -> None:
+        """Run one validation the build runs too; its ParamError becomes a located SpecError."""
+        try:
+            run()
+        except ParamError as exc:
+            errors.append(SpecError(exc.message, exc.location))
 
-        schema = (entry or {}).get("params")
-        if not schema or not isinstance(values, dict):
+    def at(field: str) -> Any:
+        return lambda f: locate(file, f"{field}.{f}" if f else field)
+
+    def params(entry: Info | None, values: dict, field: str) -> None:
+        """``values`` (a factory's ``config``, a trainer's params) through the build's own validation."""
+        if entry is None or not isinstance(values, dict):
             return
-        for key, msg in [*check_values(schema, values), *check_caps(schema, values)]:
-            errors.append(SpecError(msg, locate(file, f"{field}.{key}")))
+        model = entry.params or FactoryParams
+        located(lambda: validated_kwargs(model, values, lambda f: locate(file, f), field))
+
+    def procedure(entry: Info | None, proc: Any, section: str, name: str) -> None:
+        """A procedure's ``params``, and ``params`` merged with each ``params_by_variant``, as the build validates them
+        (:func:`registry.calls.procedure_params`); a key is located where the spec writes it."""
+        if entry is None:
+            return
+        model = entry.params or ProcedureParams
+        base = f"{section}.{name}.params"
+        located(lambda: procedure_params(model, proc.params, {}, at(base), name))
+        for v, values in proc.params_by_variant.items():
+            over = f"{section}.{name}.params_by_variant.{v}"
+            where = lambda f, over=over: locate(file, f"{over}.{f}" if f.split(".")[0] in values else f"{base}.{f}" if f else over)  # noqa: E731
+            located(lambda where=where, values=values: procedure_params(model, {**proc.params, **values}, {}, where, name))
 
     def call_params(value: str | None, values: dict, field: str, kind: str) -> None:
-        """``check_params`` / ``transform_config``: statically from the index, else (``resolve``) by the imported
+        """``check_params`` / ``transform_config``: by the params module's model, else (``resolve``) by the imported
         callable's params model, as the build will validate them."""
         entry = target(value, field.rsplit(".", 1)[0] + (".check" if kind == "metric_check" else ".transform"), kind)
-        if entry is not None or value is None:
-            params(entry, values, field)
+        prefix, _, last = field.rpartition(".")
+        if entry is not None:
+            located(lambda: validated_kwargs(entry.params or FactoryParams, values, at(prefix), last))
             return
-        from .static import target_info
-
-        if not resolve or target_info(value) is not None or value.split(":")[0].split(".")[0] not in allowed:
+        if value is None or not resolve or target_info(value) is not None or value.split(":")[0].split(".")[0] not in allowed:
             return
-        from .build import _call_model, validated_kwargs
-        from .contract import check_params_model, transform_params
-        from .errors import BuildError, ParamError
-        from .resolve import resolve as resolve_target
-
         try:
             fn = resolve_target(value, locate(file, field), kind=kind)
             getter = check_params_model if kind == "metric_check" else transform_params
-            prefix, _, last = field.rpartition(".")
-            validated_kwargs(_call_model(getter, fn, value, locate(file, field)), values,
-                             lambda f: locate(file, f"{prefix}.{f}"), last)
+            located(lambda: validated_kwargs(_call_model(getter, fn, value, locate(file, field)), values, at(prefix), last))
         except ResolveError:
             return  # reported by target()
-        except (ParamError, BuildError) as exc:
+        except BuildError as exc:
             errors.append(SpecError(exc.message, exc.location))
 
-    def check_tiny(src: Any, field: str) -> None:
-        """A package without a static index: ``tiny.config`` (merged over ``config``) through the imported
-        factory's params model, as the conformance loading-path check will build it."""
-        from .build import factory_kwargs
-        from .errors import ParamError
-        from .resolve import resolve as resolve_target
-        from .static import target_info
-
-        if target_info(src.factory) is not None or src.factory.split(":")[0].split(".")[0] not in allowed:
-            return  # checked statically above, or already reported
+    def check_tiny(src: Any, field: str, entry: Info | None = None) -> None:
+        """``tiny.config`` merged over ``config``, through the factory's params model as the conformance
+        loading-path check will build it: the params module's model, else (``resolve``) the imported factory's."""
+        where = lambda name: locate(file, f"{field}.{name}")  # noqa: E731
+        if entry is not None:
+            located(lambda: factory_config(entry.params or FactoryParams, src.config, where, src.tiny_overrides()))
+            return
+        if not resolve or target_info(src.factory) is not None or src.factory.split(":")[0].split(".")[0] not in allowed:
+            return  # reported by target(), or checked when built
         try:
-            factory_kwargs(resolve_target(src.factory, locate(file, f"{field}.factory"), kind="factory"), src.config,
-                           lambda name: locate(file, f"{field}.{name}"), src.tiny_overrides())
+            located(lambda: factory_kwargs(resolve_target(src.factory, locate(file, f"{field}.factory"), kind="factory"),
+                                           src.config, where, src.tiny_overrides()))
         except ResolveError:
             return  # reported by target()
-        except ParamError as exc:
-            errors.append(SpecError(exc.message, exc.location))
 
     top = spec.implementation.split(".")[0]
     if top not in allowed:
         errors.append(SpecError(f"package {top!r} is not in the allowlist", locate(file, "implementation")))
     for section in ("samplers", "recipes"):
         for name, proc in getattr(spec, section).items():
-            entry = target(proc.target, f"{section}.{name}.target", "procedure")
-            params(entry, proc.params, f"{section}.{name}.params")
-            for v, values in proc.params_by_variant.items():
-                params(entry, values, f"{section}.{name}.params_by_variant.{v}")
+            procedure(target(proc.target, f"{section}.{name}.target", "procedure"), proc, section, name)
     for i, metric in enumerate(spec.metrics):
         call_params(metric.check, metric.check_params, f"metrics.{i}.check_params", "metric_check")
     target(spec.bench, "bench", "benchmark")
@@ -132,9 +142,7 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
     for tname, entry in spec.training.items():
         params(target(entry.trainer, f"training.{tname}.trainer", "trainer"), entry.params, f"training.{tname}.params")
     def library_has(library: str, name: str) -> Any:
-        from .static import library_has as has
-
-        return has(library, name)
+        return static_library_has(library, name)
 
     def local_file(field: str, sha_field: str, base: Path, rel: str, sha256: str | None, what: str) -> None:
         """A file the spec ships: inside its tree (never hash files outside), present, hashing as declared."""

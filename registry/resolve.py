@@ -28,7 +28,7 @@ import threading
 import warnings
 from typing import Any
 
-from . import contract
+from . import contract, declare
 from .errors import Location, ResolveError, one_line_import_error  # noqa: F401 - re-exported
 from .schema import TARGET_RE
 
@@ -154,6 +154,11 @@ def resolve(target: str, location: Location | None = None, *, kind: str) -> Any:
     if not contract.is_registered(obj, kind):
         how = "subclass registry.contract.Procedure" if kind == "procedure" else f"decorate it with @registry.contract.{kind}"
         raise ResolveError(f"{target!r} is not registered as a {kind.replace('_', ' ')} ({how})", loc)
+    found = declare.find(target)  # what zoo validate read: the package's params module must name these very models
+    if found is not None:
+        why = declare.disagreement(target, found, obj, kind)
+        if why:
+            raise ResolveError(why, loc)
     return obj
 
 

@@ -82,7 +82,7 @@ def test_declared_only_hub_file_role_without_tiny_config_skips_saying_what_to_ad
 @pytest.mark.parametrize(("tiny", "key", "expected"), [
     ({"width": 0}, "width", "Input should be greater than or equal to 1 (got 0)"),
     ({"width": "four"}, "width", "(got 'four')"),
-    ({"widht": 4}, "widht", "unknown parameter; expected one of: depth, width"),
+    ({"widht": 4}, "widht", "unknown parameter; did you mean 'width'? (expected one of: depth, width)"),
 ])
 def test_bad_tiny_config_value_is_one_line_naming_file_line_col_and_field(
         tmp_path: Path, tiny: dict, key: str, expected: str) -> None:

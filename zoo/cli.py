@@ -340,18 +340,9 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     inputs = None
     cli_cls = getattr(proc, "CliInputs", None)
     if cli_cls is not None:
-        from pydantic import ValidationError
+        from registry.calls import cli_inputs
 
-        try:
-            inputs = cli_cls(**options)
-        except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            field = "--" + ".".join(str(p) for p in err["loc"]).replace("_", "-")
-            msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-            if err["type"] == "value_error":  # a validator's own message says what is expected
-                raise ZooError(f"{field}: {msg}") from None
-            fields = ", ".join("--" + f.replace("_", "-") for f in cli_cls.model_fields)
-            raise ZooError(f"{field}: {msg} (options of {pipe.default}: {fields or 'none'})") from None
+        inputs = cli_inputs(cli_cls, options, pipe.default)
     elif options:
         raise ZooError(f"{pipe.default} takes no options; got {', '.join('--' + k for k in options)}")
     try:

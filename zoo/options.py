@@ -1,15 +1,15 @@
 """What ``zoo run NAME`` accepts, known before anything is imported or built: the procedure's
 ``--key value`` options (its ``CliInputs``) and ``--param`` parameters (its ``Params``), read
-from the static index the method package ships (``zoo-index.json``, :mod:`registry.static`).
+from the torch-free params module the method package ships (:mod:`registry.declare`).
 
 * :func:`precheck_run` validates ``--seed``, ``--variant``, ``--sampler``, ``--dtype``, ``--param``
-  and the method's options from the spec and the index, so a typo is one line in well under a
+  and the method's options from the spec and those models, with the build's own validation functions, so a typo is one line in well under a
   second, without importing torch (the build would take tens of seconds first).
 * :func:`option_lines` lists them with types, defaults (the spec's value for a parameter the spec
   sets), bounds and descriptions, for ``zoo run NAME --help`` and ``zoo show NAME``.
 
-A procedure without an index entry (a plugin that ships no ``zoo-index.json``) is checked at
-run time instead; ``--help`` then imports it to list its options.
+A procedure whose package has no params module is checked at run time instead; ``--help`` then imports it to
+list its options.
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from registry.errors import HardwareError, Location, ParamError, ZooError
 
 @dataclass
 class ProcedureInfo:
-    """A procedure's static description: its name, target and the JSON Schemas of its params and options
-    (``None``: no index covers the target; ``cli`` is ``{}`` when the procedure takes no options)."""
+    """A procedure's static description: its name, target, its ``Params`` and ``CliInputs`` models (from its package's
+    params module, :mod:`registry.declare`) and their JSON Schemas for listing (``params`` / ``cli`` ``None``: nothing
+    static covers the target; ``cli`` is ``{}`` when the procedure takes no options)."""
 
     name: str
     target: str
@@ -31,26 +32,30 @@ class ProcedureInfo:
     cli: dict[str, Any] | None
     spec_params: dict[str, Any]
     indexed: bool
+    params_model: Any = None
+    cli_model: Any = None
 
 
 def procedure_info(spec: Any, name: str, *, import_fallback: bool = False) -> ProcedureInfo:
     """The static description of procedure ``name`` of ``spec``; with ``import_fallback`` a target no
-    index covers is imported to read its models (``--help`` only)."""
-    from registry.static import target_info
+    params module covers is imported to read its models (``--help`` only)."""
+    from registry.contract import ProcedureParams
+    from registry.static import schema_of, target_info
 
     _, proc = spec.procedure(name)
     found = target_info(proc.target)
-    entry = found[0] if found is not None else None
-    if entry is not None:
-        return ProcedureInfo(name, proc.target, entry.get("params"), entry.get("cli_inputs", {}), dict(proc.params), True)
+    if found is not None and found.kinds and "procedure" in found.kinds:
+        params = found.params or ProcedureParams
+        return ProcedureInfo(name, proc.target, schema_of(params), schema_of(found.cli) or {}, dict(proc.params), True,
+                             params, found.cli)
     if import_fallback:
         from registry.resolve import resolve
 
         cls = resolve(proc.target, kind="procedure")
         params = getattr(cls, "Params", None)
         cli = getattr(cls, "CliInputs", None)
-        return ProcedureInfo(name, proc.target, params.model_json_schema() if params is not None else None,
-                             cli.model_json_schema() if cli is not None else {}, dict(proc.params), False)
+        return ProcedureInfo(name, proc.target, schema_of(params), schema_of(cli) or {}, dict(proc.params), False,
+                             params, cli)
     return ProcedureInfo(name, proc.target, None, None, dict(proc.params), False)
 
 
@@ -66,20 +71,21 @@ def _reliable_probe(machine: Any) -> bool:
 
 
 def option_problem(info: ProcedureInfo, options: dict[str, str]) -> str | None:
-    """The first problem of the ``--key value`` options (strings, parsed as ``CliInputs`` parse them)
-    as ``zoo run`` prints it, or None (also when no index covers the procedure)."""
-    from registry.static import check_values
+    """The first problem of the ``--key value`` options (strings, parsed by the procedure's ``CliInputs`` with the
+    function ``zoo run`` parses them with after the build) as ``zoo run`` prints it, or None (also when nothing
+    static covers the procedure)."""
+    from registry.calls import cli_inputs
 
     if info.cli is None:
         return None
-    names = ", ".join("--" + f.replace("_", "-") for f in info.cli.get("properties", {}))
-    if options and not info.cli.get("properties"):
+    if options and info.cli_model is None:
         return f"{info.name} takes no options; got {', '.join('--' + k.replace('_', '-') for k in options)}"
-    for key, msg in check_values(info.cli, options, strings=True):
-        flag = "--" + key.replace("_", "-")
-        if msg.startswith("unknown parameter"):
-            return f"{flag}: unknown option (options of {info.name}: {names or 'none'})"
-        return f"{flag}: {msg} (options of {info.name}: {names})"
+    if info.cli_model is None:
+        return None
+    try:
+        cli_inputs(info.cli_model, options, info.name)
+    except ZooError as exc:
+        return exc.message
     return None
 
 
@@ -123,14 +129,16 @@ def precheck_run(spec: Any, file: str | None, *, seed: Any, variant: str | None,
     if name is None:  # different defaults on the candidate variants: the build knows which
         return chosen
     info = procedure_info(spec, name)
-    if info.params is not None and params:
-        from registry.static import check_values
+    if info.params_model is not None and params:
+        from registry.calls import procedure_params
 
-        for key, msg in check_values(info.params, params):
-            if msg.startswith("unknown parameter"):
-                fields = ", ".join(info.params.get("properties", {})) or "none"
-                msg = f"unknown parameter of {name}; expected one of: {fields}"
-            raise ParamError(msg, Location(field=f"parameter {key}"))
+        from registry.loader import locate
+
+        section, proc = spec.procedure(name)
+        spec_values = {**proc.params, **(proc.params_by_variant.get(chosen, {}) if chosen else {})}
+        # as the build validates them (a --param key is located at "parameter KEY", a spec key in the spec)
+        procedure_params(info.params_model, spec_values, params,
+                         lambda f: locate(file, f"{section}.{name}.params" + (f".{f}" if f else "")), name)
     problem = option_problem(info, options)
     if problem:
         raise ZooError(problem)
@@ -255,7 +263,7 @@ def option_lines(spec: Any, name: str, *, import_fallback: bool = False, indent:
     if not spec_values:
         info.spec_params = {}
     if info.params is None and info.cli is None:
-        return [f"{indent}(no static index covers {info.target}: `zoo run {spec.name} --sampler {name} --help` "
+        return [f"{indent}(no params module covers {info.target}: `zoo run {spec.name} --sampler {name} --help` "
                 "imports it to list its options)"]
     out: list[str] = []
     cli_rows = _rows(info.cli, {}, True) if info.cli else []

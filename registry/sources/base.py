@@ -106,8 +106,10 @@ class BuildRequest:
 @dataclass
 class LintRequest:
     """What ``zoo validate`` hands :meth:`SourceKind.lint` for one source: where it is, and the engine's lint
-    services (``target(value, field, kind)`` resolves a code target statically and returns its index entry,
-    ``params(entry, values, field)`` checks params against it, ``library_has(library, name)`` says whether a
+    services (``target(value, field, kind)`` checks a code target and returns its static description
+    (:class:`registry.static.Info`, from the package's params module; None when there is none),
+    ``params(entry, values, field)`` validates values with its model as the build will, ``check_tiny(source, field,
+    entry)`` a zoo source's ``tiny.config`` merged over its ``config``, ``library_has(library, name)`` says whether a
     library class/model exists (None: unknown), ``foreign_problem(source, variant)`` why a foreign role cannot build)."""
 
     field: str
@@ -118,7 +120,7 @@ class LintRequest:
     params: Callable[[Any, Mapping[str, Any], str], None]
     library_has: Callable[[str, str], Any]
     foreign_problem: Callable[[Any, str], str | None]
-    check_tiny: Callable[[Any, str], None]
+    check_tiny: Callable[..., None]
     resolve: bool = False
 
 

@@ -132,9 +132,7 @@ dit:   # the paper's checkpoint: paper-sized config, one hub file, a converter w
         entry = req.target(self.factory, f"{req.field}.factory", "factory")
         req.params(entry, self.config or {}, f"{req.field}.config")
         if self.tiny is not None:
-            req.params(entry, self.tiny.config, f"{req.field}.tiny.config")
-            if req.resolve and entry is None:
-                req.check_tiny(self, req.field)
+            req.check_tiny(self, req.field, entry)  # tiny.config merged over config, as the loading-path check builds it
         req.target(self.convert, f"{req.field}.convert", "converter")
 
     def loading_path_check(self, req: LoadingPathRequest) -> Callable[[], None] | None:
