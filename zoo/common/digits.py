@@ -33,6 +33,7 @@ from pydantic import Field
 from registry.contract import FactoryParams, Options, Procedure, ProcedureParams, factory, trainer
 from registry.limits import Bound
 from registry.results import ImageOutput
+from zoo.common.params import NUM_CLASSES, DDPMTrainOptions, DigitsDiTConfig, DigitsSamplerParams, DigitsUNetConfig, UNetBlock  # noqa: F401 - the torch-free models (registry.declare)
 
 __all__ = [
     "digits_images", "DigitsSplit", "digits_split", "to_pixels", "DigitsClassifier", "digits_classifier", "classifier_accuracy",
@@ -40,7 +41,6 @@ __all__ = [
     "save_digit_grid", "DigitsSampler", "train_digits_dit", "train_digits_unet",
 ]
 
-NUM_CLASSES = 10
 NULL_CLASS = 10  # DiT's label table has num_embeds_ada_norm + 1 rows; the last is the CFG null class
 DIGITS_DIT: dict[str, Any] = dict(
     num_attention_heads=2, attention_head_dim=32, in_channels=1, out_channels=1, num_layers=2,
@@ -154,17 +154,6 @@ def frechet_distance(a: torch.Tensor, b: torch.Tensor | None = None, n_component
 
 
 # ----------------------------------------------------------------------------- the tiny class-conditional DiT
-class DigitsDiTConfig(FactoryParams):
-    """``config`` of :func:`build_digits_dit` in a spec: overrides of :data:`DIGITS_DIT`, bounded."""
-
-    num_attention_heads: int = Field(2, ge=1, le=16)
-    attention_head_dim: int = Field(32, ge=1, le=128)
-    in_channels: int = Field(1, ge=1, le=8)
-    out_channels: int = Field(1, ge=1, le=16)
-    num_layers: int = Field(2, ge=1, le=12)
-    sample_size: int = Field(8, ge=2, le=64)
-    patch_size: int = Field(2, ge=1, le=8)
-    num_embeds_ada_norm: int = Field(NUM_CLASSES, ge=1, le=1000)
 
 
 @factory(params=DigitsDiTConfig)
@@ -185,21 +174,6 @@ DIGITS_UNET: dict[str, Any] = dict(
 #: mean pixel value of the training data (``digits_images().mean()``; checked in tests): the ``data_mean`` that
 #: F-DPMSolver's ``first_eps="mean"`` uses for the digits UNet
 DIGITS_MEAN = -0.3894794285297394
-
-UNetBlock = Literal["DownBlock2D", "AttnDownBlock2D", "UpBlock2D", "AttnUpBlock2D"]
-
-
-class DigitsUNetConfig(FactoryParams):
-    """``config`` of :func:`build_digits_unet`: overrides of :data:`DIGITS_UNET`, bounded."""
-
-    sample_size: int = Field(8, ge=4, le=256)
-    in_channels: int = Field(1, ge=1, le=16)
-    out_channels: int = Field(1, ge=1, le=16)
-    layers_per_block: int = Field(1, ge=1, le=8)
-    block_out_channels: list[int] = Field([16, 32], min_length=1, max_length=6)
-    down_block_types: list[UNetBlock] = Field(["DownBlock2D", "AttnDownBlock2D"], min_length=1, max_length=6)
-    up_block_types: list[UNetBlock] = Field(["AttnUpBlock2D", "UpBlock2D"], min_length=1, max_length=6)
-    norm_num_groups: int = Field(8, ge=1, le=64)
 
 
 @factory(params=DigitsUNetConfig)
@@ -289,11 +263,7 @@ class DigitsSampler(Procedure):
 
     kind = "sampler"
 
-    class Params(ProcedureParams):
-        role: Literal["dit", "unet"] = Field("dit", description="dit: class-conditional; unet: unconditional")
-        num_inference_steps: int = Field(50, ge=1, le=1000)
-        guidance_scale: float = Field(1.0, ge=0.0, le=20.0, description="classifier-free guidance (DiT only)")
-        per_class: int = Field(10, ge=1, le=10_000, description="samples per class when no labels are given")
+    Params = DigitsSamplerParams
 
     def __call__(self, *, seed: int = 0, labels: Annotated[Any, Bound("rows")] = None,
                  noise: Annotated[torch.Tensor, Bound("rows")] | None = None, progress: bool = False) -> DigitsSampleOutput:
@@ -317,15 +287,6 @@ class DigitsSampler(Procedure):
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         g = torch.Generator().manual_seed(5)
         return {"labels": torch.arange(batch_size) % NUM_CLASSES, "noise": torch.randn((batch_size, 1, 8, 8), generator=g)}
-
-
-class DDPMTrainOptions(Options):
-    """The shipped digits checkpoints' recipe: DDPM epsilon loss, AdamW (no weight decay) + one-cycle, gradient
-    clipping 1, EMA 0.999; the defaults are the DiT's, the UNet's are in its spec entry."""
-
-    steps: int = Field(4000, ge=1, le=100_000)
-    batch: int = Field(128, ge=1, le=4096)
-    lr: float = Field(1e-3, gt=0, le=1.0)
 
 
 def _train_ddpm(model: Any, data: torch.Tensor, labels: torch.Tensor | None, opts: DDPMTrainOptions, g: torch.Generator,

@@ -18,6 +18,7 @@ import torch
 from pydantic import Field
 
 from registry.contract import Options, benchmark
+from zoo.common.params import DitBenchOptions  # noqa: F401 - the torch-free models (registry.declare)
 
 from .digits import NUM_CLASSES, classifier_accuracy, digits_classifier, digits_split, frechet_distance, sample_digits, save_digit_grid
 
@@ -25,13 +26,6 @@ __all__ = ["SETTINGS", "DitBenchOptions", "run"]
 
 #: (scheduler, steps, guidance scale) of each row; the first is the figure's
 SETTINGS = [("ddim", 50, 1.0), ("ddim", 50, 2.0), ("ddim", 20, 1.0), ("dpmsolver++", 20, 1.0), ("unipc", 10, 1.0)]
-
-
-class DitBenchOptions(Options):
-    """``zoo bench digits`` options."""
-
-    per_class: int = Field(50, ge=1, le=1000, description="samples of every digit class per setting")
-    quick: ClassVar[dict[str, Any]] = {"per_class": 5}
 
 
 @benchmark(options=DitBenchOptions)

@@ -38,6 +38,7 @@ from pydantic import Field
 from torch import nn
 
 from registry.contract import FactoryParams, factory
+from zoo.common.params import TOY_MIXTURES, AnalyticModelConfig  # noqa: F401 - the torch-free models (registry.declare)
 
 Prediction = Literal["epsilon", "sample", "v_prediction"]
 
@@ -387,13 +388,7 @@ def __getattr__(name: str) -> Any:  # PEP 562: AnalyticDiffusionModel / Analytic
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# ---------------------------------------------------------------------------- standard toy mixtures
-
-TOY_MIXTURES: dict[str, dict[str, Any]] = {
-    # the two laws of the independent check in methods/f-dpmsolver.md section 6
-    "gaussian": {"weights": [1.0], "means": [[1.0, 0.5]], "variances": [0.25]},
-    "gmm3": {"weights": [0.5, 0.3, 0.2], "means": [[2.0, 0.0], [-1.0, 1.7], [-1.0, -1.7]], "variances": [0.3, 0.3, 0.3]},
-}
+# ---------------------------------------------------------------------------- standard toy mixtures: TOY_MIXTURES (zoo.common.params)
 
 
 def build_mixture(name: str = "gmm3", **overrides: Any) -> GaussianMixture:
@@ -414,21 +409,6 @@ def sliced_wasserstein2(x: torch.Tensor, y: torch.Tensor, n_projections: int = 1
     px, _ = torch.sort(x @ dirs.T, dim=0)
     py, _ = torch.sort(y @ dirs.T, dim=0)
     return float(((px - py) ** 2).mean().sqrt())
-
-
-class AnalyticModelConfig(FactoryParams):
-    """``config`` of :func:`analytic_model`: bounded sizes (a 1e12-step schedule would allocate terabytes)."""
-
-    mixture: Literal["gaussian", "gmm3"] = "gmm3"
-    prediction_type: Literal["epsilon", "v_prediction", "sample"] = "epsilon"
-    num_train_timesteps: int = Field(1000, ge=2, le=100_000)
-    beta_start: float = Field(1e-4, gt=0, lt=1)
-    beta_end: float = Field(0.02, gt=0, lt=1)
-    beta_schedule: Literal["linear", "scaled_linear", "squaredcos_cap_v2"] = "linear"
-    weights: list[float] | None = Field(None, min_length=1, max_length=64)
-    means: list[list[float]] | None = Field(None, min_length=1, max_length=64)
-    variances: list[float] | None = Field(None, min_length=1, max_length=64)
-    covs: list[list[list[float]]] | None = Field(None, min_length=1, max_length=64)
 
 
 @factory(params=AnalyticModelConfig)

@@ -30,6 +30,7 @@ from pydantic import Field, model_validator
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.limits import Rows, Seeds, Sequences
 from registry.results import ProcedureOutput
+from zoo.common.params import ConfidenceDecodingParams, DenoiserDecodingParams, TextSamplerCli  # noqa: F401 - the torch-free models (registry.declare)
 from zoo.common.discrete import gumbel_max, top_p_filter
 
 ALGS = ("low_confidence", "maskgit_plus", "topk_margin", "entropy")
@@ -202,10 +203,7 @@ class TextSampler(Procedure):
     per_row_seeds = True
     roles: tuple[str, ...] = ()
 
-    class Cli(CliInputs):
-        prompt: str | None = None  # None: the tokenizer's first example prompt, else unconditional
-        unconditional: bool = False  # BOS-only generation, num_samples rows
-        num_samples: Rows = 1
+    Cli = TextSamplerCli
 
     CliInputs = Cli
 
@@ -424,18 +422,6 @@ def confidence_decode(
     return new, {"dlm_forwards": forwards, "new_tokens": len(new)}
 
 
-class DenoiserDecodingParams(ProcedureParams):
-    """Parameters every masked-DLM decoder shares (:class:`ConfidenceDecoding`, CoDiLA's sampler): output
-    length, nucleus, EOS stop, chat template, and how the denoiser is read (mask id, Dream shift)."""
-
-    max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's default, else 256")
-    top_p: float = Field(1.0, gt=0, le=1)
-    stop_at_eos: bool = True
-    chat_template: bool = True
-    mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
-    shift_logits: bool | None = None
-
-
 class ConfidenceDecoding(TextSampler):
     """The standard masked-DLM decoding baseline (LLaDA low-confidence / Dream entropy & margin),
     ``tokens_per_step`` tokens per denoiser forward, optional semi-AR blocks. Model role: ``proposal``
@@ -443,18 +429,7 @@ class ConfidenceDecoding(TextSampler):
 
     roles = ("proposal",)
 
-    class Params(DenoiserDecodingParams):
-        tokens_per_step: int = Field(2, ge=1, le=4096, description="tokens unmasked per denoiser forward (paper baseline: 2)")
-        block_length: int | None = Field(None, ge=1, le=4096, description="semi-AR block length (None: one block)")
-        alg: Literal["low_confidence", "maskgit_plus", "topk_margin", "entropy"] = "entropy"
-        temperature: float = Field(0.0, ge=0, le=100)
-        proposal_role: str = Field("proposal", min_length=1, description="model role of the masked-diffusion LM")
-
-        @model_validator(mode="after")
-        def _block(self):
-            if self.block_length is not None and self.max_new_tokens is not None and self.block_length > self.max_new_tokens:
-                raise ValueError("block_length must be <= max_new_tokens")
-            return self
+    Params = ConfidenceDecodingParams
 
     def __init__(self, models, params, device="cpu", dtype=None):
         super().__init__(models, params, device, dtype)

@@ -40,6 +40,7 @@ from torch import nn
 
 from registry.contract import FactoryParams, factory, summarize
 from registry.results import ProcedureOutput
+from zoo.common.params import DValue, TeacherConfig  # noqa: F401 - the torch-free models (registry.declare)
 
 from .gmm import TOY_MIXTURES, GaussianMixture, _as_sigma, build_mixture, sliced_wasserstein2
 from .mlp_diffusion import MLPDenoiser
@@ -157,7 +158,6 @@ def pfgmpp_denoise(gmm: GaussianMixture, x: torch.Tensor, sigma: Any, D: float, 
 
 
 # ----------------------------------------------------------------------------- the exact toy teacher and learned fields
-DValue = Annotated[int, Field(ge=1, le=10_000_000)] | Literal["inf"]
 
 #: 8 modes on a circle of radius 2, variance 0.02 (the note's suggested 2-D law, section 6)
 RING8 = {"weights": [1.0] * 8, "means": [[2 * math.cos(2 * math.pi * k / 8), 2 * math.sin(2 * math.pi * k / 8)] for k in range(8)],
@@ -215,14 +215,6 @@ class AnalyticPFGMPP(nn.Module):
 
     def prior(self, n: int, sigma_max: float, generator: torch.Generator | None = None) -> torch.Tensor:
         return pfgmpp_noise(n, self.dim, sigma_max, self.D, generator)
-
-
-class TeacherConfig(FactoryParams):
-    """``config`` of :func:`analytic_pfgmpp`."""
-
-    mixture: Literal[tuple(sorted(TOY_MIXTURES) + ["ring8"])] = "gmm3"  # type: ignore[valid-type]
-    D: DValue = 128
-    nodes: int = Field(201, ge=33, le=4001, description="log-w trapezoid nodes of the exact denoiser")
 
 
 @factory(params=TeacherConfig)

@@ -50,8 +50,8 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from registry.contract import FactoryParams, factory
+from zoo.common.params import Arch, DecInit, SAEConfig, SeededSAEConfig  # noqa: F401 - the torch-free models (registry.declare)
 
-Arch = Literal["relu", "topk", "batchtopk"]
 BDecInit = Literal["zeros", "mean", "geometric_median"]
 
 __all__ = [
@@ -97,8 +97,6 @@ def init_center(x: torch.Tensor, how: BDecInit) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- the module
-
-DecInit = Literal["uniform", "gaussian"]
 
 
 class SparseAutoencoder(nn.Module):
@@ -225,28 +223,6 @@ class SparseAutoencoder(nn.Module):
 
     def config(self) -> dict:
         return {"d_in": self.d_in, "n_features": self.n_features, "arch": self.arch, "k": self.k}
-
-
-class SAEConfig(FactoryParams):
-    """``config`` of an SAE factory; sizes bounded (each matrix has ``d_in * n_features`` floats)."""
-
-    d_in: int = Field(384, ge=1, le=65_536)
-    n_features: int = Field(256, ge=1, le=262_144)
-    arch: Arch = "topk"
-    k: int = Field(8, ge=1, le=4096)
-
-    @model_validator(mode="after")
-    def _size(self) -> "SAEConfig":
-        if self.d_in * self.n_features > 1 << 30:
-            raise ValueError(f"d_in * n_features = {self.d_in * self.n_features} exceeds 2**30 weights per matrix")
-        if self.k > self.n_features:
-            raise ValueError(f"k = {self.k} exceeds n_features = {self.n_features}")
-        return self
-
-
-class SeededSAEConfig(SAEConfig):
-    seed: int = Field(0, ge=0, le=2**63 - 1)
-    dec_init: DecInit = "uniform"
 
 
 @factory(params=SeededSAEConfig)

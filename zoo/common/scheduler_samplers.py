@@ -34,6 +34,7 @@ from pydantic import Field
 from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list
 from registry.limits import Bound, Rows, Seeds
 from registry.results import ImageOutput
+from zoo.common.params import DDIMSamplerParams, DPMSolverPPSamplerParams, MultistepParams as _MultistepParams, SamplerCli, SchedulerSamplerParams, UniPCSamplerParams, VPParams as _VPParams  # noqa: F401 - the torch-free models (registry.declare)
 from zoo.common.out_files import OutPath
 from zoo.common.scheduler_loop import run_scheduler
 
@@ -66,12 +67,6 @@ def sample_shape(model: Any) -> tuple[int, ...]:
     return (gmm.dim,)
 
 
-class SamplerCli(CliInputs):
-    nfe: int | None = Field(None, ge=1, le=1000, description="number of model evaluations (default: the spec's num_inference_steps)")
-    n: Rows = Field(2000, description="number of samples")
-    out: OutPath | None = Field(None, description="PNG path (.png added when missing): samples over the true density (2-D toy) or an image grid")
-
-
 class SchedulerSampler(Procedure):
     """Base class: a deterministic ODE sampler = a diffusers scheduler + the pipeline loop.
 
@@ -89,8 +84,7 @@ class SchedulerSampler(Procedure):
     per_row_seeds: ClassVar[bool] = True
     CliInputs = SamplerCli
 
-    class Params(ProcedureParams):
-        num_inference_steps: int = Field(10, ge=1, le=1000)
+    Params = SchedulerSamplerParams
 
     def __init__(self, models, params, device="cpu", dtype=None):
         super().__init__(models, params, device, dtype)
@@ -161,11 +155,6 @@ class SchedulerSampler(Procedure):
         return cli_report(self, inputs or self.CliInputs(), seed)
 
 
-class _VPParams(ProcedureParams):
-    num_inference_steps: int = Field(10, ge=1, le=1000)
-    timestep_spacing: Literal["linspace", "leading", "trailing"] = "trailing"
-
-
 def vp_config(model: Any) -> dict[str, Any]:
     """The training schedule of the denoiser as diffusers scheduler kwargs (``num_train_timesteps``, ``beta_*``,
     ``prediction_type``), where it declares one (the analytic model does; ``UNet2DModel`` declares none)."""
@@ -184,8 +173,7 @@ def _sigma_of(alpha_bar: float) -> float:
 class DDIMSampler(SchedulerSampler):
     """diffusers ``DDIMScheduler`` (eta = 0): ``x_{k+1} = alpha_{k+1} x0hat_k + sigma_{k+1} epsilonhat_k``."""
 
-    class Params(_VPParams):
-        set_alpha_to_one: bool = True
+    Params = DDIMSamplerParams
 
     def make_scheduler(self):
         from diffusers import DDIMScheduler
@@ -202,12 +190,6 @@ class DDIMSampler(SchedulerSampler):
         return _sigma_of(float(ab[t0])), _sigma_of(ab_end)
 
 
-class _MultistepParams(_VPParams):
-    solver_order: int = Field(2, ge=1, le=3)
-    lower_order_final: bool = True
-    final_sigmas_type: Literal["zero", "sigma_min"] = "zero"
-
-
 class _MultistepSampler(SchedulerSampler):
     """diffusers multistep schedulers keep their noise levels in ``scheduler.sigmas``."""
 
@@ -220,8 +202,7 @@ class _MultistepSampler(SchedulerSampler):
 class DPMSolverPPSampler(_MultistepSampler):
     """diffusers ``DPMSolverMultistepScheduler(algorithm_type="dpmsolver++")``: DPM-Solver++(2M)."""
 
-    class Params(_MultistepParams):
-        pass
+    Params = DPMSolverPPSamplerParams
 
     def make_scheduler(self):
         from diffusers import DPMSolverMultistepScheduler
@@ -236,8 +217,7 @@ class DPMSolverPPSampler(_MultistepSampler):
 class UniPCSampler(_MultistepSampler):
     """diffusers ``UniPCMultistepScheduler`` (UniP-2 predictor + UniC corrector, ``bh2``, x0-prediction)."""
 
-    class Params(_MultistepParams):
-        solver_type: Literal["bh1", "bh2"] = "bh2"
+    Params = UniPCSamplerParams
 
     def make_scheduler(self):
         from diffusers import UniPCMultistepScheduler
