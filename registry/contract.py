@@ -413,6 +413,11 @@ def register(kind: str, obj: F) -> F:
     return obj
 
 
+def registered(kind: str) -> list[Any]:
+    """Everything registered so far for ``kind`` (what the imported modules registered)."""
+    return list(_REGISTRY.get(kind, ()))
+
+
 def is_registered(obj: Any, kind: str) -> bool:
     """True if ``obj`` was registered (or, for procedures, subclassed :class:`Procedure`) for ``kind``."""
     try:

@@ -202,3 +202,70 @@ def disagreement(target: str, found: Found, obj: Any, kind: str) -> str | None:
                     "(the implementation must use the params module's classes)")
     return None
 
+
+
+# ----------------------------------------------------------------------------- what a package registers (tests, authors)
+def registered_targets(package: str) -> list[tuple[str, Any, list[str]]]:
+    """``(target, object, kinds)`` for every public ``"module:attr"`` of ``package`` reaching a registered object,
+    found by importing every module of the package (its code: tests and authors only, never ``zoo validate``).
+    A lazy package's exports (``__all__``) count as its attributes."""
+    import pkgutil
+
+    pkg = importlib.import_module(package)
+    mods = [pkg] + [importlib.import_module(i.name) for i in pkgutil.walk_packages(getattr(pkg, "__path__", []), package + ".")
+                    if not i.name.endswith("." + MODULE)]
+    kinds_of: dict[int, list[str]] = {}
+    for kind in contract.KINDS:
+        for obj in contract.registered(kind):
+            kinds_of.setdefault(id(obj), []).append(kind)
+    out = []
+    for m in mods:
+        names = set(vars(m)) | set(getattr(m, "__all__", None) or [])
+        for attr in sorted(names):
+            if attr.startswith("_"):
+                continue
+            try:
+                obj = getattr(m, attr)
+            except AttributeError:
+                continue
+            kinds = kinds_of.get(id(obj))
+            if kinds:
+                out.append((f"{m.__name__}:{attr}", obj, sorted(kinds)))
+    return out
+
+
+def report(package: str) -> list[str]:
+    """One line per registered target of ``package`` and kind: its models, and whether its params module agrees."""
+    lines = []
+    for target, obj, kinds in registered_targets(package):
+        found = find(target)
+        for kind in kinds:
+            params, cli = runtime_models(obj, kind)
+            derived = params is not None and getattr(params, "__zoo_derived__", False)
+            name = lambda m: "-" if m is None else f"{m.__module__}:{m.__qualname__}"  # noqa: E731
+            status = "no params module" if found is None else (disagreement(target, found, obj, kind) or "OK")
+            lines.append(f"{target} {kind} params={'DERIVED ' if derived else ''}{name(params)} cli={name(cli)} [{status}]")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m registry.declare PACKAGE ...``: what each package registers, its models, and whether its params
+    module declares them (``[OK]``); exit 1 when a line is not OK."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m registry.declare", description=main.__doc__)
+    ap.add_argument("packages", nargs="+", help="importable packages, e.g. zoo.methods.poe_bridge or my_plugin")
+    args = ap.parse_args(argv)
+    bad = 0
+    for package in args.packages:
+        print(f"== {package}")
+        for line in report(package):
+            print(line)
+            bad += not line.endswith("[OK]")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":  # run as registry.declare, not __main__: params modules import that one (one Declared class)
+    from registry.declare import main as _main
+
+    raise SystemExit(_main())

@@ -3,17 +3,20 @@ match their sha256 (no import), every target is registered for its kind, procedu
 ``params_by_variant`` and factory ``config`` match the implementation's models, and ``model_class``
 names a public class of transformers/diffusers. Used by ``zoo validate``.
 
-Targets are looked up statically in the ``zoo-index.json`` their package ships (see
-:mod:`registry.static`), so validating the built-in specs imports neither method code nor torch;
-for a package without an index, ``resolve=True`` imports it to check registration."""
+Targets are looked up in the torch-free params module their package ships (:mod:`registry.declare`), and their
+params are validated by pydantic with those very models through the build's own functions
+(:mod:`registry.calls`), so validating the built-in specs imports neither method code nor torch. For a package
+without a params module, ``resolve=True`` (what ``zoo validate`` passes) imports the target and validates with
+the imported object's models: a plugin is checked as strictly either way."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from .calls import _call_model, factory_config, factory_kwargs, procedure_params, validated_kwargs
-from .contract import FactoryParams, ProcedureParams, check_params_model, transform_params
-from .errors import BuildError, ParamError, ResolveError, SpecError
+from .calls import factory_config, procedure_params, validated_kwargs
+from .contract import FactoryParams, ProcedureParams
+from .declare import runtime_models
+from .errors import ParamError, ResolveError, SpecError
 from .loader import locate, origin_dir, source_dir, spec_roots, within
 from .resolve import allowed_packages
 from .resolve import resolve as resolve_target
@@ -53,11 +56,14 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                     f"{value!r} is not registered as a {kind.replace('_', ' ')} ({what} per {info.file})", locate(file, field)))
                 return None
             return info
-        if resolve:
+        if resolve:  # no params module: the imported object's own models, validated the same way
             try:
-                resolve_target(value, locate(file, field), kind=kind)
+                obj = resolve_target(value, locate(file, field), kind=kind)
             except ResolveError as exc:
                 errors.append(SpecError(exc.message, exc.location))
+                return None
+            params_model, cli = runtime_models(obj, kind)
+            return Info((kind,), params_model, cli, f"{value} (imported: its package has no params module)")
         return None
 
     def located(run: Any) -> None:
@@ -91,38 +97,18 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
             located(lambda where=where, values=values: procedure_params(model, {**proc.params, **values}, {}, where, name))
 
     def call_params(value: str | None, values: dict, field: str, kind: str) -> None:
-        """``check_params`` / ``transform_config``: by the params module's model, else (``resolve``) by the imported
-        callable's params model, as the build will validate them."""
+        """``check_params`` / ``transform_config`` through the callable's params model, as the build validates them."""
         entry = target(value, field.rsplit(".", 1)[0] + (".check" if kind == "metric_check" else ".transform"), kind)
         prefix, _, last = field.rpartition(".")
         if entry is not None:
             located(lambda: validated_kwargs(entry.params or FactoryParams, values, at(prefix), last))
-            return
-        if value is None or not resolve or target_info(value) is not None or value.split(":")[0].split(".")[0] not in allowed:
-            return
-        try:
-            fn = resolve_target(value, locate(file, field), kind=kind)
-            getter = check_params_model if kind == "metric_check" else transform_params
-            located(lambda: validated_kwargs(_call_model(getter, fn, value, locate(file, field)), values, at(prefix), last))
-        except ResolveError:
-            return  # reported by target()
-        except BuildError as exc:
-            errors.append(SpecError(exc.message, exc.location))
 
     def check_tiny(src: Any, field: str, entry: Info | None = None) -> None:
-        """``tiny.config`` merged over ``config``, through the factory's params model as the conformance
-        loading-path check will build it: the params module's model, else (``resolve``) the imported factory's."""
-        where = lambda name: locate(file, f"{field}.{name}")  # noqa: E731
+        """``tiny.config`` merged over ``config``, through the factory's params model, as the conformance
+        loading-path check will build it."""
         if entry is not None:
+            where = lambda name: locate(file, f"{field}.{name}")  # noqa: E731
             located(lambda: factory_config(entry.params or FactoryParams, src.config, where, src.tiny_overrides()))
-            return
-        if not resolve or target_info(src.factory) is not None or src.factory.split(":")[0].split(".")[0] not in allowed:
-            return  # reported by target(), or checked when built
-        try:
-            located(lambda: factory_kwargs(resolve_target(src.factory, locate(file, f"{field}.factory"), kind="factory"),
-                                           src.config, where, src.tiny_overrides()))
-        except ResolveError:
-            return  # reported by target()
 
     top = spec.implementation.split(".")[0]
     if top not in allowed:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
 
 PACKAGES = ["zoo.common"] + sorted(f"zoo.methods.{p.name}" for p in (ROOT / "zoo" / "methods").iterdir()
                                    if (p / "__init__.py").is_file())
@@ -48,12 +47,10 @@ def test_params_module_imports_no_torch_and_no_method_code(package: str) -> None
 def test_every_registered_callable_uses_the_models_its_params_module_declares(package: str) -> None:
     """Every public ``module:attr`` of the package reaching a registered object is declared, for each kind it is
     registered as, with the very model classes the engine will use; and every declaration is reached."""
-    from params_worklist import registered
-
     from registry import declare
 
     problems, used = [], set()
-    for target, obj, kinds in registered(package):
+    for target, obj, kinds in declare.registered_targets(package):
         found = declare.find(target)
         if found is None:
             problems.append(f"{target}: no params module")

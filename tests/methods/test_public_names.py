@@ -1,10 +1,10 @@
 """The public names of every method package are a committed list, so a name that disappears
 (moved without an alias, renamed, deleted) fails here until its list is edited on purpose.
 
-A package's public names, read statically (no import: ast of the sources, the committed ``zoo-index.json``):
+A package's public names (the ast of its sources, and :func:`registry.declare.registered_targets`):
 * every ``module:name`` in a module's ``__all__``;
-* every ``module:attr`` spelling that reaches a registered object (the package's ``zoo-index.json``: what a spec's
-  ``target:`` / ``factory:`` / ``check:`` / ``bench:`` may name);
+* every ``module:attr`` spelling that reaches a registered object (what a spec's ``target:`` / ``factory:`` /
+  ``check:`` / ``bench:`` may name; found by importing the package);
 * every deprecated alias the package declares in ``__deprecated_aliases__`` (:mod:`zoo.common.deprecation`),
   listed as ``old -> new``.
 
@@ -15,7 +15,6 @@ its line in the same change.
 from __future__ import annotations
 
 import ast
-import json
 import shutil
 import warnings
 from pathlib import Path
@@ -41,8 +40,16 @@ def _literal(tree: ast.Module, name: str) -> object:
     return value
 
 
-def public_names(pkg_dir: Path, module_prefix: str) -> set[str]:
-    """The public names of the method package in ``pkg_dir`` (imported as ``module_prefix``), statically."""
+def registered(module_prefix: str) -> set[str]:
+    """Every ``module:attr`` of the package reaching a registered object (imports the package)."""
+    from registry.declare import registered_targets
+
+    return {target for target, _, _ in registered_targets(module_prefix)}
+
+
+def public_names(pkg_dir: Path, module_prefix: str, targets: set[str] | None = None) -> set[str]:
+    """The public names of the method package in ``pkg_dir`` (imported as ``module_prefix``): its sources read
+    statically, plus ``targets`` (default: :func:`registered` of ``module_prefix``)."""
     names: set[str] = set()
     for f in sorted(pkg_dir.rglob("*.py")):
         rel = f.relative_to(pkg_dir).with_suffix("")
@@ -55,10 +62,7 @@ def public_names(pkg_dir: Path, module_prefix: str) -> set[str]:
             for sub, aliases in (_literal(tree, "__deprecated_aliases__") or {}).items():
                 for attr, new in aliases.items():
                     names.add(f"{module_prefix}{'.' + sub if sub else ''}:{attr} -> {new}")
-    index = pkg_dir / "zoo-index.json"
-    if index.is_file():
-        names |= {t for t, e in json.loads(index.read_text())["targets"].items() if "deprecated" not in e}
-    return names
+    return names | (registered(module_prefix) if targets is None else targets)
 
 
 def listed(pkg: str) -> set[str]:
@@ -93,7 +97,8 @@ def test_dropping_an_alias_or_a_name_is_caught(tmp_path):
     text = init.read_text().replace(', "fdpm_sample"]', "]")
     start = text.index("__deprecated_aliases__ = {")
     init.write_text(text[:start] + text[text.index("__getattr__ = "):].replace("__deprecated_aliases__", "{}"))
-    problems = drift(public_names(pkg, "zoo.methods.f_dpmsolver"), listed("f_dpmsolver"), "f_dpmsolver")
+    problems = drift(public_names(pkg, "zoo.methods.f_dpmsolver", registered("zoo.methods.f_dpmsolver")), listed("f_dpmsolver"),
+                     "f_dpmsolver")
     removed = [p for p in problems if p.startswith("removed")]
     assert any("zoo.methods.f_dpmsolver.toy:build_digits_unet -> zoo.common.digits:build_digits_unet" in p for p in removed)
     assert any(p.startswith("removed without an alias: zoo.methods.f_dpmsolver:fdpm_sample ") for p in removed)
@@ -149,7 +154,7 @@ def test_the_removed_digits_unet_path_works_again(tmp_path):
     from registry.loader import load_spec_file
 
     s = load_spec_file(spec)
-    assert lint(s, spec, resolve=True) == []  # static: the alias is in f_dpmsolver's zoo-index.json
+    assert lint(s, spec, resolve=True) == []  # static: the alias is followed to zoo.common's params module
     with pytest.warns(DeprecationWarning, match="moved to zoo.common.digits.build_digits_unet"):
         pipe = build_pipeline(s, file=spec, use_cache=False)
     assert tuple(pipe(seed=0, batch_size=2).samples.shape) == (2, 1, 8, 8)

@@ -1,6 +1,7 @@
 """``zoo validate`` checks procedure parameters, factory configs, registration and
-``model_class`` names statically (from the ``zoo-index.json`` files the packages ship and the
-generated transformers/diffusers name list), with file:line:col, without importing torch."""
+``model_class`` names statically (with the models of each package's torch-free params module,
+:mod:`registry.declare`, and the generated transformers/diffusers/timm name list), with file:line:col,
+without importing torch or the method's code."""
 from __future__ import annotations
 
 import json
@@ -42,8 +43,11 @@ def validate(tmp_path: Path, text: str) -> tuple[int, str, list[str]]:
     spec = tmp_path / "my-f-ddim.yaml"
     spec.write_text(text)
     code = ("import sys, json\nfrom zoo.cli import main\nrc = main(['validate', sys.argv[1]])\n"
-            "print(json.dumps([m for m in ('torch', 'diffusers', 'transformers', 'zoo.methods') if m in sys.modules]))\n"
-            "sys.exit(rc)")
+            "heavy = [m for m in ('torch', 'diffusers', 'transformers', 'timm', 'numpy') if m in sys.modules]\n"
+            "heavy += sorted(m for m in sys.modules if m.startswith('zoo.') and m.count('.') >= 2 and not m.endswith('.params')"
+            " and m.rsplit('.', 1)[0] not in ('zoo', 'zoo.methods')  # packages (lazy __init__) and their params modules only\n"
+            " and m not in ('zoo.common.lazy', 'zoo.common.out_files', 'zoo.common.deprecation'))\n"
+            "print(json.dumps(heavy))\nsys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, cwd=tmp_path)
     lines = res.stdout.strip().splitlines()
     return res.returncode, "\n".join(lines[:-1]) + res.stderr, json.loads(lines[-1])
@@ -78,7 +82,7 @@ def test_validate_catches_bad_params_classes_and_targets_statically(tmp_path: Pa
 
 def test_validate_catches_a_misspelt_timm_architecture_statically(tmp_path: Path) -> None:
     """A timm role's ``model_name`` is checked against timm's registered architectures (recorded by
-    tools/gen_static_index.py): a typo is one located line with a suggestion, a real name passes, and
+    tools/gen_library_names.py): a typo is one located line with a suggestion, a real name passes, and
     neither imports torch or timm."""
     timm_role = ("  detector:\n    kind: image-classifier\n    variants:\n"
                  "      toy: {source: timm, model_name: test_resnet, kwargs: {in_chans: 1, num_classes: 2}}\n")
@@ -94,15 +98,17 @@ def test_validate_catches_a_misspelt_timm_architecture_statically(tmp_path: Path
     assert heavy == []
 
 
-def test_static_param_check_agrees_with_the_params_model() -> None:
-    """Invariant: for the f-dpmsolver sampler, the static check refuses exactly the values its
-    pydantic Params model refuses (over valid, ill-typed, out-of-range and unknown values)."""
-    from pydantic import ValidationError
-
-    from registry.static import check_values, target_info
+def test_validate_uses_the_models_the_build_uses(tmp_path: Path) -> None:
+    """One validation path: the model ``zoo validate`` reads for the f-dpmsolver sampler *is* its ``Params``, and a
+    spec's values (valid, ill-typed, out-of-range, unknown) are refused by ``zoo validate``'s lint exactly when the
+    build refuses them (same function, :func:`registry.calls.procedure_params`)."""
+    from registry.errors import ParamError
+    from registry.lint import lint
+    from registry.loader import load_spec_file
+    from registry.static import target_info
     from zoo.methods.f_dpmsolver import FDPMSolverSampler
 
-    entry, _ = target_info("zoo.methods.f_dpmsolver:FDPMSolverSampler")
+    assert target_info("zoo.methods.f_dpmsolver:FDPMSolverSampler").params is FDPMSolverSampler.Params
     cases = [{"num_inference_steps": 5}, {"num_inference_steps": 5.0}, {"num_inference_steps": 5.5}, {"num_inference_steps": "7"},
              {"num_inference_steps": 0}, {"num_inference_steps": 1001}, {"solver_order": 3}, {"solver_order": 4},
              {"first_eps": "mean"}, {"first_eps": "median"}, {"data_mean": [0.1, 0.2]}, {"data_mean": []},
@@ -110,19 +116,24 @@ def test_static_param_check_agrees_with_the_params_model() -> None:
              {"sigma_min": 1e-7}, {"timestep_spacing": "leading"}, {"nope": 1},
              {"num_inference_steps": True}, {"num_inference_steps": False}, {"rho": True}, {"rho": "7"},
              {"use_karras_sigmas": 1}, {"use_karras_sigmas": "true"}, {"use_karras_sigmas": 0.0}, {"data_mean": [0.1, True]}]
-    for values in cases:
+    import json as _json
+
+    from registry.calls import procedure_params
+
+    for i, values in enumerate(cases):
+        spec = tmp_path / f"case{i}.yaml"
+        spec.write_text(SPEC.replace("params: {num_inference_steps: 20, solver_order: 1}", f"params: {_json.dumps(values)}"))
         try:
-            FDPMSolverSampler.Params(**values)
-            ok = True
-        except ValidationError:
-            ok = False
-        assert (check_values(entry["params"], values) == []) == ok, values
+            procedure_params(FDPMSolverSampler.Params, values, {}, lambda f: None, "f-ddim")
+            built = True
+        except ParamError:
+            built = False
+        assert (lint(load_spec_file(spec), spec, resolve=True) == []) == built, values
 
 
-def test_committed_indexes_are_fresh() -> None:
-    """The shipped zoo-index.json files and registry/library_names.json equal what
-    ``tools/gen_static_index.py`` generates now (run it after changing a Params model)."""
-    import gen_static_index
+def test_committed_library_names_are_fresh() -> None:
+    """registry/library_names.json equals what ``tools/gen_library_names.py`` generates now."""
+    import gen_library_names
 
-    for path, text in gen_static_index.outputs(gen_static_index.default_packages()).items():
-        assert path.is_file() and path.read_text() == text, f"{path} is stale: run python tools/gen_static_index.py"
+    for path, text in gen_library_names.outputs().items():
+        assert path.is_file() and path.read_text() == text, f"{path} is stale: run python tools/gen_library_names.py"
