@@ -41,6 +41,10 @@ def test_zoo_new_scaffold_passes_zoo_check_as_generated(template: str, name: str
     spec = str(root / pkg / "specs" / f"{name}.yaml")
     capsys.readouterr()
     assert main(["validate", spec]) == 0
+    from registry.declare import report
+
+    lines = report(pkg)  # every registered callable declared in the plugin's params module, with the code's models
+    assert len(lines) >= 3 and all(ln.endswith("[OK]") for ln in lines), lines
     assert main(["check", spec, "--no-record"]) == 0
     out = capsys.readouterr().out
     assert " 0 failed, 0 skipped" in out and "invariant[" in out and "metric[" in out
@@ -57,6 +61,53 @@ def test_zoo_new_scaffold_passes_zoo_check_as_generated(template: str, name: str
     fields = [f.name for f in dataclasses.fields(out)]
     assert list(out.keys()) == fields and out.to_tuple() == tuple(getattr(out, f) for f in fields)
     assert all(f"``{f}``" in (type(out).__doc__ or "") for f in fields)  # each field documented
+
+
+def _scaffold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "my-typo-sampler") -> tuple[Path, str, Path]:
+    assert main(["new", name, "--template", "sampler", "--dir", str(tmp_path)]) == 0
+    root, pkg = tmp_path / name, name.replace("-", "_")
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("ZOO_ALLOWED_PACKAGES", pkg)
+    return root, pkg, root / pkg / "specs" / f"{name}.yaml"
+
+
+@pytest.mark.parametrize("with_params_module", [True, False])
+def test_a_plugin_spec_is_validated_as_strictly_with_or_without_a_params_module(
+        with_params_module: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A misspelt sampler parameter, a wrong type and a factory config typo in a plugin's spec are located one-line
+    errors of `zoo validate` whether the plugin keeps its models in a params module (read without importing its
+    code) or not (its code is imported and its own models validate, the same way)."""
+    root, pkg, spec = _scaffold(tmp_path, monkeypatch, f"my-strict-{'with' if with_params_module else 'without'}")
+    if not with_params_module:  # the models stay, under another module name: no params module to read
+        (root / pkg / "params.py").rename(root / pkg / "models.py")
+        for f in (root / pkg).glob("*.py"):
+            f.write_text(f.read_text().replace("from .params import", "from .models import"))
+    text = spec.read_text()
+    assert "temperature: 1.0" in text and "dim: 2" in text, text
+    for old, new, expected in [("temperature: 1.0", "temperatur: 1.0", "temperatur: unknown parameter of tempered; did you mean 'temperature'?"),
+                               ("temperature: 1.0", "temperature: true", "expected a number, got a boolean"),
+                               ("dim: 2", "dimm: 2", "config.dimm: unknown parameter; did you mean 'dim'?")]:
+        spec.write_text(text.replace(old, new, 1))
+        capsys.readouterr()
+        assert main(["validate", str(spec)]) == 2, new
+        err = capsys.readouterr()
+        assert expected in err.out + err.err, (new, err)
+    spec.write_text(text)
+    assert main(["validate", str(spec)]) == 0
+
+
+def test_a_params_module_naming_other_models_than_the_code_is_refused_naming_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Negative control of the agreement rule: a params module whose TARGETS names a model the code does not use
+    (a stale declaration) makes the build refuse the target in one line naming the params module."""
+    root, pkg, spec = _scaffold(tmp_path, monkeypatch, "my-stale-sampler")
+    params = root / pkg / "params.py"
+    params.write_text(params.read_text().replace('declare.procedure(MyStaleSamplerSamplerParams,', 'declare.procedure(ModelConfig,'))
+    assert "declare.procedure(ModelConfig," in params.read_text()
+    capsys.readouterr()
+    assert main(["run", str(spec)]) != 0
+    err = capsys.readouterr().err
+    assert "params.py declares params model" in err and "the implementation uses" in err, err
 
 
 def test_zoo_new_refuses_bad_names_and_existing_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

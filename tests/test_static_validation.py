@@ -60,7 +60,7 @@ def test_valid_spec_passes_without_importing_torch(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("old, new, where, expected", [
-    ("solver_order: 1}", "solver_ordr: 1}", "18:39", "samplers.f-ddim.params.solver_ordr: unknown parameter; did you mean 'solver_order'?"),
+    ("solver_order: 1}", "solver_ordr: 1}", "18:39", "samplers.f-ddim.params.solver_ordr: unknown parameter of f-ddim; did you mean 'solver_order'?"),
     ("num_inference_steps: 20", "num_inference_steps: twenty", "18:14", "num_inference_steps: expected an integer, got a string (got 'twenty')"),
     ("num_inference_steps: 20", "num_inference_steps: true", "18:14", "num_inference_steps: expected an integer, got a boolean (got True)"),
     ("num_inference_steps: 20", "num_inference_steps: '20'", "18:14", "num_inference_steps: expected an integer, got a string; write 20 without quotes (got '20')"),
