@@ -302,7 +302,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def run_help(args: argparse.Namespace) -> str:
     """``zoo run [NAME] --help``: the command's flags, and with a NAME the method's options and parameters
-    (types, defaults, bounds) read from the static index, and the per-call size limits."""
+    (types, defaults, bounds) read from the method's params module (no torch import), and the per-call size limits."""
     from registry.limits import describe
 
     text = args.run_parser.format_help()
@@ -328,7 +328,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     params = _kv(args.param or [])
     options = _extra_options(extra)
     t0 = time.perf_counter()
-    # everything the spec and the static index can tell is checked before torch is imported or anything built
+    # everything the spec and the params module can tell is checked before torch is imported or anything built
     from zoo.options import precheck_run
 
     e = zoo.entry(args.name)

@@ -1,7 +1,7 @@
 """Deprecated aliases for public names that moved (one release of grace, then removed).
 
 A method package declares what moved as a literal mapping in its ``__init__.py`` (read statically by
-``tests/methods/test_public_names.py`` and ``tools/gen_static_index.py``, so it must stay a plain literal)::
+``tests/methods/test_public_names.py`` and followed by :func:`registry.declare.find`, so it must stay a plain literal)::
 
     __deprecated_aliases__ = {
         "toy": {"build_digits_unet": "zoo.common.digits:build_digits_unet"},   # zoo.methods.<pkg>.toy.<name>
