@@ -104,6 +104,8 @@ def cli_inputs(cli_cls: Any, options: Mapping[str, str], name: str) -> Any:
         msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
         if err["type"] == "value_error":  # a validator's own message says what is expected
             raise ZooError(f"{flag}: {msg}") from None
+        if err["type"] != "extra_forbidden" and "input" in err:
+            msg += f" (got {err['input']!r})"
         fields = ", ".join("--" + f.replace("_", "-") for f in cli_cls.model_fields)
         raise ZooError(f"{flag}: {msg} (options of {name}: {fields or 'none'})") from None
 

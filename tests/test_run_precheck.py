@@ -34,8 +34,8 @@ def zoo_no_torch(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", BLOCK_TORCH, *argv], capture_output=True, text=True, env=env, timeout=120)
 
 
-PARAMS = ("data_mean, first_eps, num_inference_steps, rho, sigma_max, sigma_min, solver_order, timestep_spacing, "
-          "use_karras_sigmas")
+PARAMS = ("num_inference_steps, solver_order, first_eps, data_mean, timestep_spacing, use_karras_sigmas, sigma_min, "
+          "sigma_max, rho")  # the model's own order: the build's message
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -43,8 +43,9 @@ PARAMS = ("data_mean, first_eps, num_inference_steps, rho, sigma_max, sigma_min,
     (["--param", "x=0"], f"parameter x: unknown parameter of f-ddim; expected one of: {PARAMS}"),
     (["--param", "num_inference_steps=0"], "parameter num_inference_steps: Input should be greater than or equal to 1 (got 0)"),
     (["--param", "num_inference_steps=true"], "parameter num_inference_steps: expected an integer, got a boolean (got True)"),
-    (["--nfe", "ten"], "--nfe: Input should be a valid integer (got 'ten') (options of f-ddim: --n, --nfe, --out)"),
-    (["--bogus"], "--bogus: unknown option (options of f-ddim: --n, --nfe, --out)"),
+    (["--nfe", "ten"], "--nfe: Input should be a valid integer, unable to parse string as an integer (got 'ten') "
+                       "(options of f-ddim: --nfe, --n, --out)"),
+    (["--bogus"], "--bogus: unknown option (options of f-ddim: --nfe, --n, --out)"),
     (["--n", "200001"], "--n: 200001 is above the per-call limit of 200000 rows (raise it deliberately with ZOO_MAX_ROWS=N"),
     (["--variant", "tiny"], "variants: variant 'tiny' is not declared; declared: full, toy, digits"),
     (["--dtype", "float16"], "hardware.toy.dtypes: dtype float16 not declared for variant toy (declared: float64)"),
