@@ -13,7 +13,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
+from zoo.methods.dsmtree.params import BenchOptions
 from zoo.common.out_files import pyplot, save_figure
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
@@ -166,18 +167,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return save_figure(fig, path)
-
-
-class BenchOptions(Options):
-    steps: int = Field(3000, ge=1, le=1_000_000, description="Adam steps per student")
-    n_train: int = Field(2000, ge=10, le=1_000_000, description="training points of the XOR task")
-    seeds: list[Annotated[int, Field(ge=0, le=2**31 - 1)]] | None = Field(
-        None, min_length=1, max_length=32, description="task/teacher/student seeds, averaged (none: [--seed])")
-    grid_steps: list[Annotated[int, Field(ge=1, le=1_000_000)]] | None = Field(
-        None, min_length=1, max_length=8, description="budget grid: Adam steps per student (none: no grid)")
-    grid_widths: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
-        [64, 256], min_length=1, max_length=8, description="budget grid: hidden width of the student (with --grid-steps)")
-    quick: ClassVar[dict[str, Any]] = {"steps": 300}
 
 
 @benchmark(options=BenchOptions)

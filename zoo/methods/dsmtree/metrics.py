@@ -5,10 +5,11 @@ from typing import Any
 
 from registry.contract import metric_check
 
+from .params import StudentAccuracyParams
 from .procedures import TreeDistillation
 
 
-@metric_check
+@metric_check(params=StudentAccuracyParams)
 def student_accuracy(pipeline: Any, mode: str, steps: int = 3000, n_train: int = 2000) -> float:
     """Test accuracy (5,000 fresh points) of the student trained with ``mode``, seed 0."""
     proc = TreeDistillation({}, TreeDistillation.Params(mode=mode, steps=steps, n_train=n_train, use_cache=False))

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from registry.contract import Procedure, ProcedureParams
 from registry.results import ProcedureOutput
+from zoo.methods.dsmtree.params import TreeDistillationParams
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
 
@@ -36,20 +37,7 @@ class TreeDistillation(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        mode: Literal["hard", "kd", "dsm-trajectory", "dsm-clean"] = "dsm-trajectory"
-        n_train: int = Field(2000, ge=10, le=1_000_000)
-        n_test: int = Field(5000, ge=10, le=1_000_000)
-        d: int = Field(6, ge=3, le=1000, description="input dimension (the first 3 axes carry the XOR)")
-        steps: int = Field(3000, ge=1, le=1_000_000)
-        batch: int = Field(256, ge=1, le=100_000)
-        lr: float = Field(1e-3, gt=0, le=1.0)
-        width: int = Field(64, ge=1, le=4096)
-        sigmas: list[Annotated[float, Field(ge=0, le=100.0)]] = Field([0.0, 0.02, 0.05, 0.1, 0.2], min_length=1, max_length=1000,
-                                                                     description="noise grid (dsm modes)")
-        teacher_trees: int = Field(300, ge=1, le=10_000)
-        teacher_depth: int = Field(4, ge=1, le=16)
-        use_cache: bool = True
+    Params = TreeDistillationParams
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> DistillOutput:
         p = self.params
