@@ -207,6 +207,11 @@ class SeededSAEConfig(SAEConfig):
     dec_init: DecInit = "uniform"
 
 
+# ----------------------------------------------------------------------------- discrete sampling (discrete)
+
+TopPOrder = Literal["after_temperature", "before_temperature"]
+
+
 # ----------------------------------------------------------------------------- toy LM sizes (toy_lm)
 
 WIDTH, FFN, LAYERS, HEADS, POSITIONS = 1024, 4096, 16, 32, 4096
