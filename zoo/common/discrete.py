@@ -18,7 +18,6 @@ float64 on the generator's own device, so a CPU generator gives the same tokens 
 """
 from __future__ import annotations
 
-
 import torch
 
 from zoo.common.params import TopPOrder  # noqa: F401 (torch-free: read by params modules)
