@@ -13,7 +13,7 @@ from registry.limits import Bound, Rows
 from registry.results import ProcedureOutput
 
 from .bandit import bandit_dataset, evaluate_actions
-from .params import ActCli, ActorType, ActParams, EvaluateCli, EvaluateParams, RoleName, TrainParams  # noqa: F401
+from .params import ActCli, ActParams, ActorType, EvaluateCli, EvaluateParams, RoleName, TrainParams  # noqa: F401
 from .train import RamacTrainer, TrainConfig, reinitialise
 from .toy import init_seeds
 
