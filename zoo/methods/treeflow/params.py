@@ -1,5 +1,4 @@
-"""The torch-free params module of treeflow / ForestFlow: the models its specs fill, read by ``zoo validate`` (see
-registry.declare)."""
+"""The torch-free params module of treeflow / ForestFlow: the models its specs fill, read by ``zoo validate`` (see registry.declare)."""
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
