@@ -155,8 +155,8 @@ def lint(spec: Spec, file: str | Path, *, resolve: bool = False) -> list[SpecErr
                     **{key: ref.file for key, ref in src.config_files().items()}}
             call_params(src.transform, tcfg, f"{field}.transform_config", "transform")
             for key, ref in src.config_files().items():
-                at = ("models", role, "variants", variant, "transform_config", key, "file")
-                local_file(".".join(at[:-1]), ".".join(at[:-1]) + ".sha256", origin_dir(file, at, Path(file).parent), ref.file,
+                path = ("models", role, "variants", variant, "transform_config", key, "file")
+                local_file(".".join(path[:-1]), ".".join(path[:-1]) + ".sha256", origin_dir(file, path, Path(file).parent), ref.file,
                            ref.sha256, "file")
             base = source_dir(file, role, variant, Path(file).parent)  # inherited: the parent's folder
             for fname, (rel, sha) in src.local_files().items():

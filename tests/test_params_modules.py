@@ -27,7 +27,8 @@ def imported_by(package: str) -> dict[str, list[str]]:
         heavy = [m for m in {HEAVY!r} if m in sys.modules]
         code = sorted(m for m in sys.modules if m.startswith("zoo.") and m.count(".") >= 2
                       and not m.endswith(".params") and m not in {sorted(PACKAGES)!r}
-                      and m not in ("zoo.common.lazy", "zoo.common.out_files", "zoo.common.deprecation"))
+                      and m not in ("zoo.common.lazy", "zoo.common.out_files", "zoo.common.deprecation")
+                      and getattr(sys.modules[m], "__file__", None))  # not the alias placeholders of install_aliases
         print(json.dumps({{"heavy": heavy, "code": code}}))
     """)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

@@ -46,7 +46,8 @@ def validate(tmp_path: Path, text: str) -> tuple[int, str, list[str]]:
             "heavy = [m for m in ('torch', 'diffusers', 'transformers', 'timm', 'numpy') if m in sys.modules]\n"
             "heavy += sorted(m for m in sys.modules if m.startswith('zoo.') and m.count('.') >= 2 and not m.endswith('.params')"
             " and m.rsplit('.', 1)[0] not in ('zoo', 'zoo.methods')  # packages (lazy __init__) and their params modules only\n"
-            " and m not in ('zoo.common.lazy', 'zoo.common.out_files', 'zoo.common.deprecation'))\n"
+            " and m not in ('zoo.common.lazy', 'zoo.common.out_files', 'zoo.common.deprecation')"
+            " and getattr(sys.modules[m], '__file__', None))  # alias placeholders (install_aliases) have no file\n"
             "print(json.dumps(heavy))\nsys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, cwd=tmp_path)
     lines = res.stdout.strip().splitlines()

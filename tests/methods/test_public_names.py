@@ -96,7 +96,7 @@ def test_dropping_an_alias_or_a_name_is_caught(tmp_path):
     init = pkg / "__init__.py"
     text = init.read_text().replace(', "fdpm_sample"]', "]")
     start = text.index("__deprecated_aliases__ = {")
-    init.write_text(text[:start] + text[text.index("__getattr__ = "):].replace("__deprecated_aliases__", "{}"))
+    init.write_text(text[:start] + text[text.index("__getattr__"):].replace("__deprecated_aliases__", "{}"))
     problems = drift(public_names(pkg, "zoo.methods.f_dpmsolver", registered("zoo.methods.f_dpmsolver")), listed("f_dpmsolver"),
                      "f_dpmsolver")
     removed = [p for p in problems if p.startswith("removed")]

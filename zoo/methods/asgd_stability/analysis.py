@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 
+from .params import StabilityReportCli, StabilityReportParams, Sweep  # noqa: F401 - Sweep: its old home
 from .simulator import Problem, StabilityResult, log_log_slope, run_coupled
 
-Sweep = Literal["N", "m", "m-fixed-n", "delay", "participation"]
 #: one-sided z for a 1% false-fail rate (rate gate) and two-sided z for 1% (m-independence gate)
 Z_ONE_SIDED_1PC = 2.326
 Z_TWO_SIDED_1PC = 2.576
@@ -88,27 +86,9 @@ class StabilityReport(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        sweep: Sweep = Field("N", description="what varies: N = mn (m fixed), m at fixed N, m at fixed n, delay, participation")
-        problem: Literal["logistic-separable", "lsq-overparam", "lsq-strongly-convex"] = "logistic-separable"
-        d: int = Field(20, ge=1, le=100_000, description="feature dimension (lsq-overparam needs d > N)")
-        noise: float = Field(0.5, ge=0, le=100, description="label noise of the least-squares problems")
-        Ns: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field((64, 128, 256, 512, 1024), min_length=1, max_length=16)
-        N: int = Field(512, ge=2, le=1_000_000, description="sample size for the m / delay / participation sweeps")
-        n: int = Field(64, ge=1, le=100_000, description="shard size for the m-fixed-n sweep")
-        m: int = Field(4, ge=1, le=1024, description="workers for the N / delay / participation sweeps")
-        ms: tuple[Annotated[int, Field(ge=1, le=1024)], ...] = Field((1, 2, 4, 8, 16), min_length=1, max_length=16)
-        delay: str = Field("uniform:4", max_length=200, description="delay pmf (simulator.delay_pmf) when delay is not swept")
-        delays: tuple[str, ...] = Field(("none", "uniform:2", "uniform:4", "uniform:8", "uniform:16"), max_length=16)
-        participation: str = Field("balanced", max_length=200)
-        participations: tuple[str, ...] = Field(("balanced", "one-slow:4", "one-slow:10", "one-slow:100"), max_length=16)
-        seeds: int = Field(20, ge=2, le=10_000, description="independent seeds (>= 20 for the rate gate)")
-        k: int = Field(4, ge=1, le=1000, description="replaced indices i per seed")
-        eta0: float = Field(0.5, gt=0, le=100, description="η = η0 / sqrt(T), T = N")
-        n_test: int = Field(1024, ge=1, le=1_000_000)
+    Params = StabilityReportParams
 
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "asgd-stability.png"
+    CliInputs = StabilityReportCli
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> StabilityOutput:
         # per-call parameters (pipe(seed=0, Ns=(32, 64))) arrive as self.params through Procedure.with_params

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import Field
-
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 
 from .analysis import StabilityReport, format_report, slope_with_se
+from .params import BenchOptions
 from .simulator import Problem, run_coupled
 
 
@@ -98,13 +97,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    seeds: int = Field(20, ge=1, le=200, description="coupled-run seeds per point (x 4 replaced indices)")
-    overparam: bool = Field(False, description="also the d > N least-squares and strongly convex N sweeps (~25 s more)")
-    device: str = Field("cpu", pattern=r"^(cpu|cuda(:[0-9]+)?|mps)$", description="where the simulator runs")
-    quick: ClassVar[dict[str, Any]] = {"seeds": 5}
 
 
 @benchmark(options=BenchOptions)

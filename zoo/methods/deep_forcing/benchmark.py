@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 
 from .metrics import shared_inputs
+from .params import BenchOptions
 from .procedures import identity_drift, motion_energy
 from .toy import TRAIN_FRAMES
 
@@ -112,11 +112,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    batch: int = Field(32, ge=2, le=1024, description="clips per policy (paired across policies)")
-    quick: ClassVar[dict[str, Any]] = {"batch": 16}
 
 
 @benchmark(options=BenchOptions)

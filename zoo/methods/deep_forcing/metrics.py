@@ -9,6 +9,7 @@ import torch
 
 from registry.contract import metric_check
 
+from .params import DriftAtParams, DsBeatsFifoParams, MotionAtParams
 from .procedures import identity_drift, motion_energy
 from .toy import CHANNELS, GRID, TRAIN_FRAMES, make_clips
 
@@ -39,13 +40,13 @@ def _last_window(x: torch.Tensor) -> torch.Tensor:
     return x[:, -TRAIN_FRAMES:].mean(1)
 
 
-@metric_check
+@metric_check(params=DriftAtParams)
 def drift_at(pipeline: Any, sampler: str, frames: int = 252, batch: int = 32) -> float:
     """Identity drift averaged over clips and the last 21 frames of a ``frames``-frame rollout."""
     return float(_last_window(policy_rollout(pipeline, sampler, frames, batch)["drift"]).mean())
 
 
-@metric_check
+@metric_check(params=MotionAtParams)
 def motion_at(pipeline: Any, sampler: str, frames: int = 252, batch: int = 32) -> float:
     """Motion energy averaged over clips and the last 21 frame differences of a ``frames``-frame rollout."""
     return float(_last_window(policy_rollout(pipeline, sampler, frames, batch)["motion"]).mean())
@@ -57,7 +58,7 @@ def paired(pipeline: Any, a: str, b: str, frames: int, batch: int) -> tuple[floa
     return float(d.mean()), float(d.std() / math.sqrt(d.numel()))
 
 
-@metric_check
+@metric_check(params=DsBeatsFifoParams)
 def ds_beats_fifo(pipeline: Any, frames: int = 252, batch: int = 32, sink: str = "deep-sink", fifo: str = "fifo") -> float:
     """1.0 iff Deep Sink's identity drift at ``frames`` is below FIFO's by more than 2.326 paired standard errors
     (one-sided; a 1% false-pass rate if the two policies drifted equally), else 0.0."""

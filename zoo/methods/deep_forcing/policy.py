@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
-
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .params import CachePolicy
 
 __all__ = [
     "CachePolicy", "Rope3D", "rope_split", "FrameKVCache", "FifoReferenceCache", "select_top_c", "select_top_c_bruteforce",
@@ -44,56 +43,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- configuration
-class CachePolicy(BaseModel):
-    """One cache policy (all sizes in frames; ``frame_tokens`` tokens per frame).
-
-    ``window_frames`` ``M`` (None: the no-eviction full cache), ``sink_frames`` ``S``, ``budget_frames`` ``N``,
-    ``recent_frames`` ``R``; PC keeps ``C = N - S - R`` frames' worth of tokens chosen token-wise. Constraints
-    (note §7.9 plus two of ours that keep every batch row the same length): ``S + R <= N <= M``, ``S < M``,
-    ``R >= chunk_frames`` (the new chunk is always recent, so it is never a candidate) and, with PC on,
-    ``C <= M - N + 1`` (then at least ``C`` never-selected candidates exist at every compression, so the
-    re-use cap never shrinks the selection)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    frame_tokens: int = Field(4, ge=1, le=100_000, description="tokens per latent frame (1560 for Wan2.1 at 480x832)")
-    chunk_frames: int = Field(3, ge=1, le=64, description="frames generated per AR step")
-    window_frames: int | None = Field(21, ge=1, le=10_000, description="M: attention window incl. the current chunk; null = never evict")
-    sink_frames: int = Field(10, ge=0, le=10_000, description="S: first frames kept for ever (0 = none)")
-    budget_frames: int = Field(16, ge=1, le=10_000, description="N: frames' worth of tokens kept by a PC compression")
-    recent_frames: int = Field(4, ge=1, le=10_000, description="R: last frames always kept by PC (their queries score the candidates)")
-    fusion: Literal["sum", "max"] = Field("sum", description="sum over recent queries (paper Eq. 7) or max (code option)")
-    topc_max_reuse: int | None = Field(7, ge=1, le=1_000_000, description="code option: a token selected this many times becomes ineligible; null = no cap")
-    rope_realign: bool = Field(True, description="re-rotate sink (and top-C) temporal RoPE phases to sit before the tail")
-    pc_enabled: bool = Field(True, description="Participative Compression on (off: FIFO eviction of the non-sink tail)")
-
-    @model_validator(mode="after")
-    def _sizes(self) -> "CachePolicy":
-        M = self.window_frames
-        if M is None:
-            if self.pc_enabled:
-                raise ValueError("pc_enabled: the full cache (window_frames: null) never compresses; set pc_enabled: false")
-            return self
-        if self.sink_frames >= M:
-            raise ValueError(f"sink_frames: expected S < M = {M}, got {self.sink_frames}")
-        if self.chunk_frames > M - self.sink_frames:
-            raise ValueError(f"chunk_frames: a chunk of {self.chunk_frames} does not fit beside {self.sink_frames} sinks in M = {M}")
-        if self.pc_enabled:
-            S, N, R = self.sink_frames, self.budget_frames, self.recent_frames
-            if not S + R <= N <= M:
-                raise ValueError(f"budget_frames: expected S + R <= N <= M, got S={S}, R={R}, N={N}, M={M}")
-            if R < self.chunk_frames:
-                raise ValueError(f"recent_frames: expected R >= chunk_frames = {self.chunk_frames}, got {R}")
-            if N - S - R > M - N + 1:
-                raise ValueError(f"budget_frames: expected C = N - S - R <= M - N + 1 = {M - N + 1}, got C = {N - S - R}")
-        return self
-
-    @property
-    def top_frames(self) -> int:
-        """C in frames (0 with PC off)."""
-        return self.budget_frames - self.sink_frames - self.recent_frames if self.pc_enabled else 0
-
-
 #: The spec's samplers, by name (the paper's default first).
 POLICIES: dict[str, dict] = {
     "deep-sink-pc": {"sink_frames": 10, "budget_frames": 16, "recent_frames": 4, "pc_enabled": True, "rope_realign": True},

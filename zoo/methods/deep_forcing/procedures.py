@@ -10,14 +10,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import torch
-from pydantic import Field, model_validator
 
-from registry.contract import CliInputs, Procedure, ProcedureParams, summarize
-from registry.limits import Batch, Bound, Frames, Rows
+from registry.contract import Procedure, summarize
+from registry.limits import Batch, Bound, Frames
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 
-from .policy import CachePolicy
+from .params import DeepForcingRolloutCli, DeepForcingRolloutParams, PolicyParams  # noqa: F401 - PolicyParams: its old home
 from .toy import CHANNELS, CHUNK, GRID, SIGMA, TRAIN_FRAMES, make_clips, rollout
 
 __all__ = ["PolicyParams", "DeepForcingRollout", "RolloutOutput", "identity_drift", "motion_energy"]
@@ -36,44 +34,13 @@ class RolloutOutput(ProcedureOutput):
     policy: Any = None
 
 
-class PolicyParams(ProcedureParams):
-    """The cache-policy fields every Deep Forcing sampler shares (frames; see :class:`~.policy.CachePolicy`)."""
-
-    window_frames: int | None = Field(21, ge=1, le=10_000, description="M incl. the current chunk; null = the full cache")
-    sink_frames: int = Field(10, ge=0, le=10_000, description="S")
-    budget_frames: int = Field(16, ge=1, le=10_000, description="N (PC)")
-    recent_frames: int = Field(4, ge=1, le=10_000, description="R (PC)")
-    fusion: str = Field("sum", pattern="^(sum|max)$", description="PC score fusion over recent queries")
-    topc_max_reuse: int | None = Field(7, ge=1, le=1_000_000, description="public-code re-use cap (null: none)")
-    rope_realign: bool = True
-    pc_enabled: bool = True
-
-    def policy_kwargs(self) -> dict[str, Any]:
-        """The policy fields as :class:`~.policy.CachePolicy` keyword arguments (without frame/chunk sizes)."""
-        return {k: getattr(self, k) for k in PolicyParams.model_fields}
-
-
 class DeepForcingRollout(Procedure):
     """Chunk-wise AR rollout of the toy (query call -> mean, Gaussian sample, clean context call) under a cache policy."""
 
     kind = "sampler"
     batch_independent = True
 
-    class Params(PolicyParams):
-        role: str = Field("video", description="the toy chunk transformer role")
-        num_frames: int = Field(126, ge=6, le=3000, description="total frames incl. the prompt (126 = 6x, 252 = 12x the 21-frame training clips)")
-        prompt_frames: int = Field(3, ge=3, le=21, description="ground-truth frames given first (a multiple of 3)")
-        batch_size: int = Field(8, ge=1, le=4096, description="clips drawn when no prompt is given")
-
-        @model_validator(mode="after")
-        def _policy(self) -> "DeepForcingRollout.Params":
-            self.policy()
-            if self.prompt_frames % CHUNK or self.num_frames % CHUNK or self.num_frames <= self.prompt_frames:
-                raise ValueError(f"num_frames/prompt_frames: expected multiples of {CHUNK} with num_frames > prompt_frames")
-            return self
-
-        def policy(self) -> CachePolicy:
-            return CachePolicy(frame_tokens=GRID[0] * GRID[1], chunk_frames=CHUNK, **self.policy_kwargs())
+    Params = DeepForcingRolloutParams
 
     def __call__(self, *, seed: int = 0, prompt: Batch = None, noise: Annotated[Any, Bound("rows"), Bound("frames", axis=1)] = None,
                  palette: Batch = None, num_frames: Frames | None = None, progress: bool = False) -> RolloutOutput:
@@ -102,10 +69,7 @@ class DeepForcingRollout(Procedure):
         T = 2 * TRAIN_FRAMES  # past the window: eviction / compression happen
         return {"prompt": clips, "palette": palette, "noise": torch.randn((batch_size, T, GRID[0] * GRID[1], CHANNELS), generator=g), "num_frames": T}
 
-    class CliInputs(CliInputs):
-        frames: Frames | None = Field(None, description="total frames incl. the prompt, a multiple of 3 (default: the spec's num_frames)")
-        n: Rows = Field(8, description="clips to roll out")
-        out: OutPath | None = Field(None, description="PNG: identity drift and motion energy per frame (.png added when missing)")
+    CliInputs = DeepForcingRolloutCli
 
     def run_cli(self, inputs: Any, seed: int) -> str:
         """``zoo run deep-forcing --frames 252 --n 8 --out drift.png``: roll ``n`` seeded clips out under this

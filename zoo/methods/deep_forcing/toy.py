@@ -24,17 +24,12 @@ import torch.nn.functional as Fn
 from pydantic import Field
 from torch import nn
 
-from registry.contract import Options, factory, trainer
+from registry.contract import factory, trainer
 
+from .params import CHANNELS, CHUNK, GRID, SIGMA, TRAIN_FRAMES, BuildToyVideoConfig, ToyTrainOptions
 from .policy import CachePolicy, FrameKVCache, Rope3D, frame_positions
 
 __all__ = ["ToyVideoTransformer", "build_toy_video", "rollout", "teacher_forced_means", "train_toy", "make_clips", "GRID", "CHANNELS", "SIGMA", "TRAIN_FRAMES", "CHUNK"]
-
-GRID = (2, 2)
-CHANNELS = 8
-SIGMA = 0.2
-TRAIN_FRAMES = 21
-CHUNK = 3
 
 
 def make_clips(n: int, frames: int, generator: torch.Generator, sigma: float = SIGMA) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -174,19 +169,11 @@ def teacher_forced_means(model: ToyVideoTransformer, caches: list, clips: torch.
     return torch.cat(out, 1)
 
 
-@factory
+@factory(params=BuildToyVideoConfig)
 def build_toy_video(d: Annotated[int, Field(ge=8, le=1024)] = 64, heads: Annotated[int, Field(ge=1, le=64)] = 4,
                     layers: Annotated[int, Field(ge=1, le=16)] = 2, ff: Annotated[int, Field(ge=8, le=8192)] = 128) -> ToyVideoTransformer:
     """The toy causal chunk transformer (random init; the spec loads the trained weights)."""
     return ToyVideoTransformer(d=d, heads=heads, layers=layers, ff=ff)
-
-
-class ToyTrainOptions(Options):
-    """The shipped toy's recipe: teacher-forced next-chunk MSE, AdamW + one-cycle (weight decay 0.01), clipping 1.0."""
-
-    steps: int = Field(800, ge=1, le=100_000)
-    batch: int = Field(32, ge=1, le=4096)
-    lr: float = Field(2e-3, gt=0, le=1.0)
 
 
 @torch.no_grad()

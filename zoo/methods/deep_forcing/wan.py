@@ -27,6 +27,7 @@ from pydantic import Field
 
 from registry.contract import converter, factory, transform
 
+from .params import BuildWanTransformerConfig, InstallDeepForcingParams
 from .policy import CachePolicy, FrameKVCache, Rope3D
 
 __all__ = ["WanKVSession", "DeepForcingWanProcessor", "install_deep_forcing", "wan_chunk", "wan_causal_reference",
@@ -86,7 +87,7 @@ class DeepForcingWanProcessor:
         return attn.to_out[1](attn.to_out[0](out))
 
 
-@transform
+@transform(params=InstallDeepForcingParams)
 def install_deep_forcing(model: Any, window_frames: int | None = 21, sink_frames: int = 10, budget_frames: int = 16,
                          recent_frames: int = 4, fusion: str = "sum", topc_max_reuse: int | None = 7, rope_realign: bool = True,
                          pc_enabled: bool = True, chunk_frames: int = 3, theta: float = 10000.0) -> Any:
@@ -260,7 +261,7 @@ def from_self_forcing(ckpt: dict[str, Any]) -> dict[str, torch.Tensor]:
     return out
 
 
-@factory
+@factory(params=BuildWanTransformerConfig)
 def build_wan_transformer(num_layers: Annotated[int, Field(ge=1, le=64)] = 30, num_attention_heads: Annotated[int, Field(ge=1, le=64)] = 12,
                           attention_head_dim: Annotated[int, Field(ge=6, le=256)] = 128, ffn_dim: Annotated[int, Field(ge=8, le=32768)] = 8960,
                           in_channels: Annotated[int, Field(ge=1, le=64)] = 16, text_dim: Annotated[int, Field(ge=8, le=8192)] = 4096,

@@ -23,20 +23,15 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import torch
-from pydantic import Field, field_validator, model_validator
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure
+from registry.contract import Procedure
 from registry.limits import Bound, Frames
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 
-from .policy import CachePolicy
-from .procedures import PolicyParams
+from .params import EXAMPLE_PROMPT, WanDeepForcingSamplerCli, WanDeepForcingSamplerParams
 from .wan import install_deep_forcing, self_forcing_rollout
 
 __all__ = ["WanDeepForcingSampler", "VideoOutput", "encode_prompts", "decode_latents", "latent_shape", "save_contact_sheet"]
-
-EXAMPLE_PROMPT = "a red fox walks through fresh snow in a quiet forest, cinematic, soft morning light"
 
 
 @dataclass
@@ -105,30 +100,7 @@ class WanDeepForcingSampler(Procedure):
     kind = "sampler"
     batch_independent = False  # cross-attention over padded text and one shared noise stream per call
 
-    class Params(PolicyParams):
-        num_frames: int = Field(126, ge=1, le=960, description="latent frames (a multiple of chunk_frames); 126 ~ 31 s at 16 fps, the paper's 30-s setting")
-        height: int = Field(480, ge=2, le=2048, description="pixels (a multiple of the VAE factor x patch, 16 for Wan2.1)")
-        width: int = Field(832, ge=2, le=2048, description="pixels (a multiple of the VAE factor x patch, 16 for Wan2.1)")
-        steps: tuple[Annotated[int, Field(gt=0, le=1000)], ...] = Field((1000, 750, 500, 250), min_length=1, max_length=50,
-                                       description="Self-Forcing's denoising steps (strictly decreasing, in (0, 1000])")
-        shift: float = Field(5.0, gt=0.0, le=100.0, description="timestep shift sigma = s t / (1 + (s - 1) t)")
-        chunk_frames: int = Field(3, ge=1, le=21, description="latent frames per chunk")
-        max_sequence_length: int = Field(512, ge=1, le=512, description="UMT5 tokens (padded; Wan's text_len)")
-        progress: bool = Field(False, description="tqdm bar over chunks")
-
-        @field_validator("steps")
-        @classmethod
-        def _steps(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-            if any(not 0 < t <= 1000 for t in v) or any(a <= b for a, b in zip(v, v[1:])):
-                raise ValueError(f"expected strictly decreasing timesteps in (0, 1000], got {list(v)}")
-            return v
-
-        @model_validator(mode="after")
-        def _policy(self) -> "WanDeepForcingSampler.Params":
-            CachePolicy(frame_tokens=1, chunk_frames=self.chunk_frames, **self.policy_kwargs())
-            if self.num_frames % self.chunk_frames:
-                raise ValueError(f"num_frames: expected a multiple of chunk_frames = {self.chunk_frames}, got {self.num_frames}")
-            return self
+    Params = WanDeepForcingSamplerParams
 
     def __call__(self, *, seed: int = 0, prompt: Annotated[str | Sequence[str], Bound("rows"), Bound("length", "longest")] = EXAMPLE_PROMPT,
                  num_frames: Frames | None = None) -> VideoOutput:
@@ -152,10 +124,7 @@ class WanDeepForcingSampler(Procedure):
         return VideoOutput(videos=decode_latents(vae, latents), latents=latents.cpu(), prompts=prompts, cache_tokens=tokens,
                            policy={**p.policy_kwargs(), "chunk_frames": p.chunk_frames})
 
-    class CliInputs(BaseCliInputs):
-        prompt: str = Field(EXAMPLE_PROMPT, max_length=10_000)
-        num_frames: int | None = Field(None, ge=1, le=960, description="latent frames (default: the sampler's num_frames)")
-        out: OutPath = "deep-forcing-video.png"
+    CliInputs = WanDeepForcingSamplerCli
 
     def run_cli(self, inputs: Any, seed: int) -> str:
         inputs = inputs if inputs is not None else self.CliInputs()

@@ -3,8 +3,13 @@
 The samplers themselves live in :mod:`zoo.common.scheduler_samplers` (F-DPMSolver uses them too, as its
 benchmark's baselines); this package is the ``ddim``, ``dpm-solver-pp`` and ``unipc`` specs' implementation:
 their procedures (re-exported here, the specs' ``target:``) and their invariants."""
+from typing import TYPE_CHECKING
+
 from zoo.common.deprecation import install_aliases
-from zoo.common.scheduler_samplers import DDIMSampler, DPMSolverPPSampler, SchedulerSampler, UniPCSampler
+from zoo.common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from zoo.common.scheduler_samplers import DDIMSampler, DPMSolverPPSampler, SchedulerSampler, UniPCSampler
 
 __all__ = ["DDIMSampler", "DPMSolverPPSampler", "SchedulerSampler", "UniPCSampler"]
 
@@ -33,4 +38,7 @@ __deprecated_aliases__ = {
     },
     "native": {"SchedulerPipeline": "zoo.common.scheduler_native:SchedulerPipeline"},
 }
-__getattr__ = install_aliases(__name__, __deprecated_aliases__)
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "DDIMSampler": "zoo.common.scheduler_samplers", "DPMSolverPPSampler": "zoo.common.scheduler_samplers",
+    "SchedulerSampler": "zoo.common.scheduler_samplers", "UniPCSampler": "zoo.common.scheduler_samplers",
+}, fallback=install_aliases(__name__, __deprecated_aliases__))

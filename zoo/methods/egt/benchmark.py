@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
-
+from .params import BenchOptions
 from .procedures import DigitsFairness, GaussianFairness, MixtureDDPMFairness
 from .report import format_ddpm, format_digits, format_gaussian, plot_ddpm, plot_digits, plot_history
 
@@ -56,17 +55,6 @@ def table(res: dict[str, Any]) -> str:
         parts += ["", "## Digits proxy (shared DiT; digit classes as groups; NOT divergences: held-out ε-MSE and classifier recall)", "",
                   format_digits(res["digits"])]
     return "\n".join(parts)
-
-
-class BenchOptions(Options):
-    digits: bool = Field(True, description="the digits DiT proxy (--no-digits skips it)")
-    ddpm: bool = Field(True, description="the mixture DDPM of note §6b (--no-ddpm skips it)")
-    digits_steps: int = Field(300, ge=1, le=100_000, description="Adam steps per digits fine-tuning")
-    digits_per_class: int = Field(50, ge=1, le=10_000, description="digits recall: samples per class")
-    gaussian_steps: int = Field(3000, ge=1, le=100_000, description="SGD steps per Gaussian fine-tuning (the note's 3000)")
-    ddpm_pretrain_steps: int = Field(3000, ge=0, le=100_000, description="mixture DDPM: ERM pretraining steps")
-    ddpm_steps: int = Field(1500, ge=0, le=100_000, description="mixture DDPM: fine-tuning steps")
-    quick: ClassVar[dict[str, Any]] = {"digits_steps": 30, "digits_per_class": 10, "ddpm_pretrain_steps": 1000, "ddpm_steps": 500}
 
 
 @benchmark(options=BenchOptions)

@@ -7,12 +7,14 @@ from typing import Any
 
 from registry.contract import metric_check
 
+from .params import GaussianStatParams, RecipeStatParams
+
 
 def _run(pipeline: Any, recipe: str) -> Any:
     return pipeline.memo(("egt", recipe), lambda: pipeline.procedures[recipe](seed=0))
 
 
-@metric_check
+@metric_check(params=GaussianStatParams)
 def gaussian_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", group: int | None = None) -> float:
     """A number of a Gaussian recipe: ``stat`` in gap / worst / weighted / joint_kl / proportion_gap /
     matched_gap / kl (with ``group``) / w (exact dual weight, with ``group``) / q (final group-DRO
@@ -28,13 +30,13 @@ def gaussian_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", g
     return float(v[group] if isinstance(v, list) else v)
 
 
-@metric_check
+@metric_check(params=RecipeStatParams)
 def digits_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
     """``loss_gap`` / ``recall_gap`` / ``worst_loss`` / ``worst_recall`` of a digits recipe, before or after."""
     return float(_run(pipeline, recipe)[stat][which])
 
 
-@metric_check
+@metric_check(params=RecipeStatParams)
 def ddpm_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
     """``gap`` / ``worst`` / ``weighted`` of the per-group held-out excess loss of a DDPM recipe, before or after."""
     return float(_run(pipeline, recipe)[stat][which])

@@ -4,17 +4,18 @@ proxy: per-group held-out denoising loss and classifier recall, not divergences)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams, private_copies
+from registry.contract import Procedure, private_copies
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 
 from .divergences import CLOSED_FORM, DIVERGENCES, egt_gap, gaussian_divergence, gaussian_log_prob, mc_f_divergence, proportion_gap
 from .gaussian import GaussianGroups, GroupModel, exact_minmax, finetune, note_toy, summary, weighted_mle
+from .params import (
+    DigitsFairnessCli, DigitsFairnessParams, GaussianFairnessCli, GaussianFairnessParams, MixtureDDPMFairnessCli, MixtureDDPMFairnessParams,
+)
 
 
 @dataclass
@@ -94,22 +95,8 @@ class GaussianFairness(Procedure):
 
     kind = "training"
 
-    class Params(ProcedureParams):
-        algorithm: Literal["erm", "proportion", "minmax", "group-dro"] = Field(
-            "minmax", description="minmax: back-propagate the worst EMA group; group-dro: exponentiated-gradient weights; "
-                                  "erm: frequency-weighted loss; proportion: group-balanced loss and equal model frequencies")
-        loss: Literal["exact", "sampled"] = Field("exact", description="per-group loss: closed-form KL, or minibatch NLL minus the known entropy H(P_a)")
-        p_b: float = Field(0.1, gt=0, lt=1, description="proportion of the hard group B")
-        steps: int = Field(3000, ge=0, le=200_000)
-        lr: float = Field(0.02, gt=0, le=10.0, description="SGD learning rate")
-        ema_decay: float = Field(0.9, ge=0, lt=1, description="min–max: decay of the per-group loss EMA")
-        eta_q: float = Field(0.1, gt=0, le=100.0, description="group-dro: exponentiated-gradient step size")
-        batch: int = Field(64, ge=1, le=100_000, description="sampled loss: draws per group per step")
-        record_every: int = Field(10, ge=1, le=100_000)
-        mc_samples: int = Field(20_000, ge=2, le=10_000_000, description="Monte-Carlo draws for TV and JS")
-
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "egt-gaussian.png"
+    Params = GaussianFairnessParams
+    CliInputs = GaussianFairnessCli
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> EGTOutput:
         p = self.params
@@ -173,22 +160,8 @@ class DigitsFairness(Procedure):
 
     kind = "training"
 
-    class Params(ProcedureParams):
-        algorithm: Literal["erm", "minmax", "group-dro"] = "minmax"
-        steps: int = Field(300, ge=0, le=100_000)
-        lr: float = Field(2e-4, gt=0, le=1.0, description="Adam learning rate")
-        batch_per_group: int = Field(12, ge=1, le=1024, description="minibatch rows per group (erm: the same total, uniform)")
-        ema_decay: float = Field(0.9, ge=0, lt=1, description="min–max: decay of the per-(group, timestep-bin) loss EMA")
-        bins: int = Field(4, ge=1, le=1000, description="min–max: timestep bins")
-        eta_q: float = Field(0.01, gt=0, le=100.0, description="group-dro: exponentiated-gradient step")
-        label_dropout: float = Field(0.1, ge=0, le=1, description="probability of the null class label (the DiT's CFG training)")
-        n_t: int = Field(10, ge=1, le=1000, description="held-out loss: stratified timesteps per test image")
-        per_class: int = Field(50, ge=1, le=10_000, description="recall: samples per class")
-        num_inference_steps: int = Field(20, ge=1, le=1000, description="recall: DDIM steps")
-        record_every: int = Field(10, ge=1, le=100_000)
-
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "egt-digits.png"
+    Params = DigitsFairnessParams
+    CliInputs = DigitsFairnessCli
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> DigitsOutput:
         from .digits import finetune_digits, heldout_loss, sample_recall
@@ -250,21 +223,7 @@ class MixtureDDPMFairness(Procedure):
 
     kind = "training"
 
-    class Params(ProcedureParams):
-        algorithm: Literal["erm", "minmax", "group-dro"] = "minmax"
-        select_on: Literal["excess", "raw"] = Field("excess", description="min–max: pick the worst group by the EMA of the excess (offset-free) or raw loss")
-        pretrain_steps: int = Field(3000, ge=0, le=100_000)
-        pretrain_lr: float = Field(2e-3, gt=0, le=1.0)
-        steps: int = Field(1500, ge=0, le=100_000)
-        lr: float = Field(5e-4, gt=0, le=1.0)
-        batch: int = Field(128, ge=2, le=100_000, description="draws per group per step")
-        width: int = Field(64, ge=4, le=4096, description="MLP width (small = capacity coupling between groups)")
-        bins: int = Field(5, ge=1, le=1000)
-        ema_decay: float = Field(0.9, ge=0, lt=1)
-        eta_q: float = Field(1.0, gt=0, le=1000.0)
-        p_b: float = Field(0.1, gt=0, lt=1)
-        n_eval: int = Field(4000, ge=1, le=10_000_000)
-        record_every: int = Field(50, ge=1, le=100_000)
+    Params = MixtureDDPMFairnessParams
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> DDPMOutput:
         from .mixture_ddpm import ddpm_groups, finetune_ddpm, heldout_excess, pretrain
@@ -282,8 +241,7 @@ class MixtureDDPMFairness(Procedure):
                           worst={"before": wb, "after": wa}, weighted={"before": ab, "after": aa}, steps=run.steps, excess_ema=run.excess_ema,
                           worst_counts=run.worst_counts, weights=run.weights, config=p.model_dump())
 
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "egt-ddpm.png"
+    CliInputs = MixtureDDPMFairnessCli
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"pretrain_steps": 3, "steps": 3, "batch": 8, "n_eval": 16, "record_every": 1}

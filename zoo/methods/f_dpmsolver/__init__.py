@@ -1,8 +1,12 @@
 """F-DPMSolver (arXiv 2512.24927): forward-value first-order diffusion sampler as a diffusers scheduler."""
-from zoo.common.deprecation import install_aliases
+from typing import TYPE_CHECKING
 
-from .sampler import FDPMHalfSumSampler, FDPMSolverSampler
-from .scheduler import FDPMSolverScheduler, fdpm_sample
+from zoo.common.deprecation import install_aliases
+from zoo.common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .sampler import FDPMHalfSumSampler, FDPMSolverSampler
+    from .scheduler import FDPMSolverScheduler, fdpm_sample
 
 __all__ = ["FDPMSolverScheduler", "FDPMSolverSampler", "FDPMHalfSumSampler", "fdpm_sample"]
 
@@ -19,4 +23,7 @@ __deprecated_aliases__ = {
         "digits_data": "zoo.common.digits:digits_images",
     },
 }
-__getattr__ = install_aliases(__name__, __deprecated_aliases__)
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "FDPMSolverScheduler": ".scheduler", "FDPMSolverSampler": ".sampler", "FDPMHalfSumSampler": ".sampler",
+    "fdpm_sample": ".scheduler",
+}, fallback=install_aliases(__name__, __deprecated_aliases__))

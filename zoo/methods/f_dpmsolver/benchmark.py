@@ -39,36 +39,18 @@ rows need the spec's ``digits`` variant (f-dpmsolver's), so under those specs th
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 from tqdm.auto import tqdm
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 from zoo.common.gmm import sliced_wasserstein2
 from zoo.common.scheduler_loop import run_scheduler
 
 from .bench import NAMES, ExactCache, bench_model, samplers
+from .params import BenchOptions, Grid, Mixture  # noqa: F401 - moved to the params module
 from .scheduler import FDPMSolverScheduler
-
-
-Mixture = Literal["gaussian", "gaussian-centred", "gmm3"]
-Grid = Literal["vp", "edm"]
-
-
-class BenchOptions(Options):
-    """The benchmark's options (``zoo bench f-dpmsolver --help``)."""
-
-    rows: int = Field(1000, ge=1, le=100_000, description="number of x_T rows (same for every sampler)")
-    nfe: list[Annotated[int, Field(ge=1, le=1000)]] = Field([4, 5, 6, 8, 10, 15, 20, 50], min_length=1, max_length=16,
-                                                            description="model calls per sample")
-    mixtures: list[Mixture] = Field(["gaussian", "gaussian-centred", "gmm3"], min_length=1, max_length=3, description="toy data laws")
-    grids: list[Grid] = Field(["vp", "edm"], min_length=1, max_length=2, description="noise grids")
-    overhead: bool = Field(True, description="time the schedulers against a tiny UNet call")
-    digits: bool = Field(True, description="the learned digits-UNet comparison (~1 min; needs the spec's digits variant)")
-    digits_rows: int = Field(64, ge=1, le=10_000, description="x_T rows for the digits UNet")
-    quick: ClassVar[dict[str, Any]] = {"rows": 200, "nfe": [5, 10], "digits": False, "overhead": False}
 
 
 def overhead_table(steps: int = 10, batch: int = 8, repeats: int = 3) -> list[tuple[str, float, float]]:

@@ -10,6 +10,8 @@ from registry.contract import metric_check
 from zoo.common.scheduler_report import CHECK_ROWS, CHECK_SEED, as_procedure, evaluate, toy_nfe, toy_path_error
 from zoo.common.scheduler_samplers import DDIMSampler
 
+from .params import BenchRatioParams, DigitsRatioParams
+
 __all__ = ["toy_path_error", "toy_nfe", "ddim_over_fddim", "bench_ratio", "digits_ratio"]
 
 
@@ -23,7 +25,7 @@ def ddim_over_fddim(pipeline) -> float:
     return evaluate(ddim, x_T)["path_err_median"] / evaluate(proc, x_T)["path_err_median"]
 
 
-@metric_check
+@metric_check(params=BenchRatioParams)
 def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-DDIM") -> float:
     """Slow check: DDIM / ``sampler`` median path error on the ``grid`` (vp | edm) grid, ``mixture``
     (gaussian | gaussian-centred | gmm3), at ``nfe`` model calls, 1000 x_T (seed 0), as in ``zoo bench f-dpmsolver``
@@ -34,7 +36,7 @@ def bench_ratio(pipeline, grid: str, mixture: str, nfe: int, sampler: str = "F-D
     return r["DDIM"]["path_err"] / r[sampler]["path_err"]
 
 
-@metric_check
+@metric_check(params=DigitsRatioParams)
 def digits_ratio(pipeline, nfe: int, sampler: str = "F-DDIM") -> float:
     """Slow check (~50 s): on the digits UNet, DDIM / ``sampler`` median path error at ``nfe`` against the
     high-accuracy PF-ODE solution of the learned model (64 x_T, seed 0; all end at sigma(t=0))."""

@@ -9,19 +9,16 @@ order-1 look-ahead ("F-DDIM"), ``e_0 := x_T`` (N model calls for N steps), the L
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
-from pydantic import Field, model_validator
 
-from registry.contract import ProcedureParams
 from registry.limits import Bound, Rows, Seeds
 from zoo.common.scheduler_loop import run_scheduler
 from zoo.common.scheduler_samplers import DiffusionOutput, SchedulerSampler, vp_config
 
+from .params import BoundedFloat, FDPMSolverSamplerParams  # noqa: F401 - moved to the params module (BoundedFloat re-exported)
 from .scheduler import FDPMSolverScheduler, _to_eps_x0
-
-BoundedFloat = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
 
 
 def model_data_mean(model: Any) -> float | list[float]:
@@ -52,22 +49,7 @@ def grid_ddim(model: Any, scheduler: FDPMSolverScheduler, x_T: torch.Tensor) -> 
 class FDPMSolverSampler(SchedulerSampler):
     """F-DPMSolver / F-DDIM (arXiv 2512.24927, section 4 of the method note) on any ``UNet2DModel``-style denoiser."""
 
-    class Params(ProcedureParams):
-        num_inference_steps: int = Field(10, ge=1, le=1000, description="N steps (= N model calls unless first_eps=evaluate)")
-        solver_order: int = Field(1, ge=1, le=3, description="look-ahead predictor order p (1 = F-DDIM)")
-        first_eps: Literal["approx", "mean", "evaluate"] = Field("approx", description="first history entry: x_T (paper), data-mean prior, or one extra model call")
-        data_mean: BoundedFloat | Annotated[list[BoundedFloat], Field(min_length=1, max_length=64)] | None = Field(None, description="mu of first_eps=mean (scalar or per channel); None: the model's data mean (analytic toy)")
-        timestep_spacing: Literal["linspace", "leading", "trailing"] = "linspace"
-        use_karras_sigmas: bool = False
-        sigma_min: float | None = Field(None, ge=1e-6, le=1e4, description="floor 1e-6: log(sigma) must stay finite")
-        sigma_max: float | None = Field(None, ge=1e-6, le=1e4)
-        rho: float = Field(7.0, gt=0, le=100)
-
-        @model_validator(mode="after")
-        def _range(self):
-            if self.sigma_min is not None and self.sigma_max is not None and self.sigma_min >= self.sigma_max:
-                raise ValueError("sigma_min must be < sigma_max")
-            return self
+    Params = FDPMSolverSamplerParams
 
     def make_scheduler(self) -> FDPMSolverScheduler:
         p = self.params

@@ -13,15 +13,15 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 from zoo.common.out_files import pyplot, save_figure
 
 from .model import exact_flow_map_model
+from .params import BenchOptions
 from .rewards import gramian, lqr_endpoint
 from .sampler import BestOfNSampler, DPSSampler, FMRGSampler
 
@@ -154,12 +154,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("FMRG toy: reward vs on-manifold log-likelihood across guidance strengths (exact flow maps)")
     return save_figure(fig, path)
-
-
-class BenchOptions(Options):
-    n: int = Field(256, ge=1, le=100_000, description="particles per setting")
-    nfe: list[Annotated[int, Field(ge=1, le=1000)]] = Field([3, 4, 5, 6], min_length=1, max_length=16, description="NFE budgets")
-    quick: ClassVar[dict[str, Any]] = {"n": 64, "nfe": [3, 4]}
 
 
 @benchmark(options=BenchOptions)

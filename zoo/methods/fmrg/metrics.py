@@ -10,11 +10,12 @@ from registry.contract import metric_check
 
 from .benchmark import best_logp_at, sweep
 from .model import ExactFlowMapModel
+from .params import BenchStatParams, ClosedFormErrorParams, ParetoLogpParams
 from .rewards import fmrg_j_limit_endpoint
 from .sampler import FMRGSampler
 
 
-@metric_check
+@metric_check(params=ClosedFormErrorParams)
 def closed_form_error(pipeline, num_steps: int = 400) -> float:
     """Max relative error (per coordinate, over 64 x_0, seed 1) of FMRG-J (one plain gradient step, eta 0.6, flow_map2)
     against its closed-form guided law on N((0.2, -0.4), diag(0.05, 3)), reward y = (1.5, -2), tau = 0.7."""
@@ -39,13 +40,13 @@ def _row(mixture: str, nfe: int, method: str, strength: float) -> dict:
     raise ValueError(f"no benchmark row {method} at NFE {nfe}, strength {strength}")
 
 
-@metric_check
+@metric_check(params=BenchStatParams)
 def bench_stat(pipeline, mixture: str, nfe: int, method: str, strength: float, stat: str) -> float:
     """One cell of the benchmark table (256 particles, seed 0): ``stat`` in reward | log_p | dist_lqr."""
     return float(_row(mixture, nfe, method, strength)[stat])
 
 
-@metric_check
+@metric_check(params=ParetoLogpParams)
 def pareto_logp(pipeline, mixture: str, nfe: int, method: str, min_reward: float = -2.0) -> float:
     """Best mean log p_data among the benchmark strengths of ``method`` at ``nfe`` whose mean reward is >= ``min_reward``."""
     v = best_logp_at(sweep(mixture, [nfe], 256, 0)["rows"], method, nfe, min_reward)

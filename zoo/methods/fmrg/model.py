@@ -11,15 +11,16 @@ Every call of :meth:`mean_velocity` is one network function evaluation (NFE) and
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, factory
+from registry.contract import factory
 from zoo.common.flows import rf_flow_map, rf_velocity
 from zoo.common.gmm import GaussianMixture, build_mixture
+
+from .params import ExactFlowMapConfig
 
 __all__ = ["ExactFlowMapModel", "exact_flow_map_model", "has_two_time_interface"]
 
@@ -81,17 +82,6 @@ class ExactFlowMapModel(nn.Module):
 
     def forward(self, x: torch.Tensor, t: float, s: float) -> torch.Tensor:
         return self.mean_velocity(x, t, s)
-
-
-class ExactFlowMapConfig(FactoryParams):
-    """``config`` of :func:`exact_flow_map_model` (bounded sizes and tolerances)."""
-
-    mixture: Literal["gaussian", "gmm3"] = "gmm3"
-    weights: list[float] | None = Field(None, min_length=1, max_length=64)
-    means: list[list[float]] | None = Field(None, min_length=1, max_length=64)
-    variances: list[float] | None = Field(None, min_length=1, max_length=64)
-    rtol: float = Field(1e-8, ge=1e-13, le=1e-2)
-    atol: float = Field(1e-8, ge=1e-13, le=1e-2)
 
 
 @factory(params=ExactFlowMapConfig)

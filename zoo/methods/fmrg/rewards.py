@@ -24,27 +24,12 @@ the LQR optimum ``(X_{0,1} - y) / (1 + G / tau^2)`` to second order in ``kappa =
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
 from zoo.common.gmm import GaussianMixture
 
-Coord = Annotated[float, Field(ge=-1e3, le=1e3, allow_inf_nan=False)]
-
-
-class RewardSpec(BaseModel):
-    """An analytic reward: ``quadratic`` (target ``y``, width ``tau``) or ``mode`` (component ``component``),
-    plus a constant ``offset`` (which must not change any guided sample: invariant ``reward-shift``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["quadratic", "mode", "constant"] = "quadratic"
-    target: list[Coord] = Field(default_factory=lambda: [0.3, 1.4], min_length=1, max_length=64)
-    tau: float = Field(0.5, gt=0, le=1e3)
-    component: int = Field(2, ge=0, le=63)
-    scale: float = Field(1.0, ge=-1e3, le=1e3, allow_inf_nan=False)
-    offset: float = Field(0.0, ge=-1e6, le=1e6, allow_inf_nan=False)
+from .params import Coord, RewardSpec  # noqa: F401 - moved to the torch-free params module
 
 
 def reward_fn(spec: RewardSpec, gmm: GaussianMixture | None = None):

@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 import torch
-from pydantic import Field, model_validator
 
-from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound, Rows
 from registry.errors import Location, ParamError
 from registry.results import ProcedureOutput
 
 from .model import has_two_time_interface
-from .rewards import RewardSpec, reward_fn, reward_grad
+from .params import (BestOfNSamplerParams, DPSSamplerParams, FlowMapSamplerParams, FMRGCli, FMRGSamplerParams,  # noqa: F401
+                     RewardSpec, _FlowParams)
+from .rewards import reward_fn, reward_grad
 
 __all__ = ["FMRGOutput", "FMRGSampler", "FlowMapSampler", "DPSSampler", "BestOfNSampler", "time_grid", "backprojection_weight", "adam_lr"]
 
@@ -57,10 +58,6 @@ class FMRGOutput(ProcedureOutput):
     samples: Any = None
     rewards: Any = None
     nfe: int | None = None
-
-
-class FMRGCli(CliInputs):
-    n: Rows = Field(512, description="number of samples")
 
 
 def time_grid(num_steps: int, shift: float = 1.0) -> list[float]:
@@ -127,13 +124,6 @@ class _Base(Procedure):
         return msg + (f", mean log p_data {float(lp.mean()):.4f}" if lp is not None else "")
 
 
-class _FlowParams(ProcedureParams):
-    num_steps: int = Field(4, ge=1, le=1000, description="grid steps N (paper grid: FLUX's shifted schedule, see shift)")
-    shift: float = Field(1.0, gt=0, le=100, description="FLUX time shift exp(mu) of the grid (1 = uniform)")
-    sample_mode: Literal["flow_map1", "flow_map2"] = Field("flow_map1", description="flow_map1: chord toward X_{t,1} (1 NFE/step); flow_map2: exact jump X_{t,t'} (2 NFE/guided step)")
-    reward: RewardSpec = Field(default_factory=RewardSpec)
-
-
 def _advance(model, x: torch.Tensor, t: float, tn: float, mode: str, u1: torch.Tensor | None = None) -> torch.Tensor:
     """Uncontrolled ``Step(x)`` from t to t' (``u1 = u(x, t, 1)`` reused by ``flow_map1`` when given)."""
     if mode == "flow_map1":
@@ -145,8 +135,7 @@ class FlowMapSampler(_Base):
     """Unguided few-step flow-map sampling (the reference of the invariant ``zero-strength-is-unguided``):
     ``x_{k+1} = Step(x_k)`` on the grid; ``flow_map2`` ends at ``X_{0,1}(x_0)`` for any grid (semigroup)."""
 
-    class Params(_FlowParams):
-        pass
+    Params = FlowMapSamplerParams
 
     @torch.no_grad()
     def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:
@@ -187,23 +176,7 @@ def _adam(n_opt: int, eta: float, schedule: str = "outer", k: int = 0, K: int = 
 class FMRGSampler(FlowMapSampler):
     """FMRG-E / FMRG-J (``grad_mode: euc | jac``) on a single trajectory (module docstring for the equations)."""
 
-    class Params(_FlowParams):
-        grad_mode: Literal["jac", "euc"] = Field("jac", description="jac: FMRG-J (gradient through the flow map); euc: FMRG-E (endpoint space)")
-        step_size: float = Field(1.0, ge=0, le=1e4, description="eta: inner ascent step (Adam: initial learning rate); 0 = unguided")
-        num_optim_iters: int = Field(1, ge=0, le=100, description="n_opt inner ascent steps per guided step")
-        early_stop: int | None = Field(None, ge=0, le=1000, description="guide only the first early_stop steps (None: all)")
-        unguided_steps: int | None = Field(None, ge=1, le=1000, description="finish after early_stop with this many uncontrolled jumps (None: the rest of the grid)")
-        normalize_grad: bool = Field(True, description="rescale each gradient to the norm of u(x, t, 1) (authors)")
-        use_adam: bool = Field(True, description="Adam with a decaying lr (lr_schedule; authors' default in reward mode) instead of plain gradient ascent")
-        lr_schedule: Literal["outer", "inner"] = Field(
-            "outer", description="Adam lr decay: outer = eta (1 - k / K) over the K guided steps (authors' reward sampler); inner = eta (1 - i / n_opt) over the inner iterations")
-        euc_times_dt: bool = Field(False, description="FMRG-E: multiply the back-projected correction by Delta (the authors' inverse-problem sampler with normalisation; their reward sampler has no such factor)")
-
-        @model_validator(mode="after")
-        def _stops(self):
-            if self.early_stop is not None and self.early_stop > self.num_steps:
-                raise ValueError(f"early_stop ({self.early_stop}) must be <= num_steps ({self.num_steps})")
-            return self
+    Params = FMRGSamplerParams
 
     def _normalise(self, g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         if not self.params.normalize_grad:
@@ -276,12 +249,7 @@ class DPSSampler(FlowMapSampler):
     ``x' = x + Delta (b_t(x) + lambda grad_x r(x1_hat(x)))`` (``grad_mode: jac``, through the denoiser) or with
     ``grad r`` evaluated at ``x1_hat`` (``euc``). One NFE (plus its backward) per step."""
 
-    class Params(ProcedureParams):
-        num_steps: int = Field(4, ge=1, le=1000)
-        shift: float = Field(1.0, gt=0, le=100)
-        guidance_scale: float = Field(1.0, ge=0, le=1e4, description="lambda")
-        grad_mode: Literal["jac", "euc"] = "jac"
-        reward: RewardSpec = Field(default_factory=RewardSpec)
+    Params = DPSSamplerParams
 
     def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:
         p, m = self.params, self.model
@@ -308,8 +276,7 @@ class BestOfNSampler(FlowMapSampler):
 
     batch_independent: ClassVar[bool] = False
 
-    class Params(_FlowParams):
-        n_candidates: int = Field(4, ge=1, le=4096)
+    Params = BestOfNSamplerParams
 
     @torch.no_grad()
     def __call__(self, *, seed: int = 0, noise: Annotated[torch.Tensor, Bound("rows")] | None = None, batch_size: Rows = 4) -> FMRGOutput:

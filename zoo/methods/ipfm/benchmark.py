@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 from zoo.common.pfgmpp import NFE_STEPS, AnalyticPFGMPP, data_quality, teacher_quality
 
 from .distill import distill, steps_to_threshold
+from .params import BenchOptions
 
 def measure(Ds: list[str], steps: int, threshold: float, seed: int, n: int, sid: bool, progress: bool = True) -> dict[str, Any]:
     t0 = time.perf_counter()
@@ -75,16 +75,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    D: list[Annotated[str, Field(pattern=r"^([1-9][0-9]{0,6}|inf)$")]] = Field(
-        ["4", "16", "128", "inf"], min_length=1, max_length=8, description="D values (integers or inf)")
-    steps: int = Field(800, ge=1, le=100_000, description="generator steps per run")
-    threshold: float = Field(0.25, gt=0, le=100.0, description="SW2 threshold for the steps-to-quality column")
-    n: int = Field(2000, ge=16, le=100_000, description="samples per evaluation")
-    sid: bool = Field(True, description="the SiD baselines at D = inf (--no-sid skips them)")
-    quick: ClassVar[dict[str, Any]] = {"D": ["16", "inf"], "steps": 100, "n": 1000, "sid": False}
 
 
 @benchmark(options=BenchOptions)

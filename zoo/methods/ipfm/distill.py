@@ -20,22 +20,18 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs, Procedure, ProcedureParams, summarize
-from registry.limits import Bound, Rows
-
-#: training steps of one call; 0 trains nothing
-CallSteps = Annotated[int, Field(ge=0), Bound("steps")]
+from registry.contract import Procedure, summarize
+from registry.limits import Rows
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
-from zoo.common.pfgmpp import AnalyticPFGMPP, DValue, EDMField, as_D, pfgmpp_noise, quality
+from zoo.common.pfgmpp import AnalyticPFGMPP, EDMField, as_D, pfgmpp_noise, quality
 from zoo.common.training import EMA
 
 from .losses import ipfm_loss, sid_loss, sid_weight, sigma_lognormal, sigma_sid_tmax
+from .params import CallSteps, IPFMDistillCli, IPFMDistillParams
 
 
 def kernel_noise(n: int, dim: int, sigmas: torch.Tensor, D: float, generator: torch.Generator) -> torch.Tensor:
@@ -179,23 +175,7 @@ class IPFMDistill(Procedure):
     kind = "training"
     mutates_models = True
 
-    class Params(ProcedureParams):
-        loss: Literal["ipfm", "sid"] = "ipfm"
-        alpha: float = Field(0.5, ge=0.0, le=2.0, description="SiD's alpha (ignored by ipfm, which equals 2 x SiD at alpha = 1/2)")
-        D: DValue | None = Field(None, description="override the teacher's D (None: the teacher role's)")
-        steps: int = Field(400, ge=0, le=200_000)
-        batch: int = Field(256, ge=2, le=65_536)
-        lr: float = Field(3e-4, gt=0, le=1.0)
-        sigma_init: float = Field(2.5, gt=0, le=1e3)
-        fake_iters: int = Field(2, ge=1, le=16)
-        fake_warmup: int = Field(0, ge=0, le=100_000)
-        fake_lr: float | None = Field(None, gt=0, le=1.0, description="fake-field learning rate (None: lr)")
-        init_steps: int = Field(600, ge=0, le=100_000, description="regression steps of the learned teacher copy both networks start from")
-        width: int = Field(64, ge=4, le=4096)
-        layers: int = Field(3, ge=1, le=16)
-        eval_every: int = Field(50, ge=1, le=200_000)
-        eval_n: int = Field(2000, ge=16, le=1_000_000)
-        ema: float = Field(0.99, ge=0.0, le=0.99999, description="EMA decay of the returned generator (0: none)")
+    Params = IPFMDistillParams
 
     def __call__(self, *, seed: int = 0, num_samples: Rows = 256, steps: CallSteps | None = None,
                  init_steps: CallSteps | None = None) -> DistillOutput:
@@ -219,10 +199,7 @@ class IPFMDistill(Procedure):
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"num_samples": batch_size, "steps": 2, "init_steps": 2}
 
-    class CliInputs(CliInputs):
-        steps: CallSteps | None = Field(None, description="generator steps (default: the spec's steps)")
-        n: Rows = Field(2000, description="one-step samples drawn from the trained generator")
-        out: OutPath | None = Field(None, description="PNG: the samples over the data density (.png added when missing)")
+    CliInputs = IPFMDistillCli
 
     def run_cli(self, inputs: Any, seed: int) -> str:
         """``zoo run ipfm --steps 400 --n 2000 --out samples.png``: distil, print the SW2 history, score the samples."""

@@ -5,10 +5,12 @@ from typing import Any
 
 from registry.contract import metric_check
 
+from .params import DistilledStatParams, ShippedStatParams
+
 _RUNS: dict[tuple[int, str], Any] = {}
 
 
-@metric_check
+@metric_check(params=DistilledStatParams)
 def distilled_stat(pipeline: Any, recipe: str = "ipfm", stat: str = "sw2") -> float:
     """Run ``recipe`` of the pipeline with seed 0 (its spec params) and return the trained one-step generator's final
     ``sw2`` or ``loglik`` (2000 evaluation samples, fixed z)."""
@@ -19,7 +21,7 @@ def distilled_stat(pipeline: Any, recipe: str = "ipfm", stat: str = "sw2") -> fl
     return float(_RUNS[key][stat])
 
 
-@metric_check
+@metric_check(params=ShippedStatParams)
 def shipped_stat(pipeline: Any, stat: str = "sw2", n: int = 2000) -> float:
     """``sw2`` / ``loglik`` of ``n`` one-step samples of the shipped generator (z seed 2, exact reference seed 1: the
     training run's own evaluation, so the number must equal the one ``zoo train ipfm`` printed)."""

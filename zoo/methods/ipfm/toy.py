@@ -7,14 +7,15 @@ from typing import Annotated, Literal
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams, factory
+from registry.contract import Procedure, factory
 from registry.limits import Rows
 from zoo.common.pfgmpp import AnalyticPFGMPP, EDMField, SampleOutput, ToySamplesCli
 
 from .distill import generator_samples
+from .params import BuildGeneratorConfig, OneStepSamplerParams
 
 
-@factory
+@factory(params=BuildGeneratorConfig)
 def build_generator(mixture: Literal["gmm3", "gaussian", "ring8"] = "gmm3", width: Annotated[int, Field(ge=4, le=4096)] = 64,
                     layers: Annotated[int, Field(ge=1, le=16)] = 3) -> EDMField:
     """An untrained generator network of the shipped shape (weights come from the spec's safetensors file)."""
@@ -27,8 +28,7 @@ class OneStepSampler(ToySamplesCli, Procedure):
 
     kind = "sampler"
 
-    class Params(ProcedureParams):
-        sigma_init: float = Field(2.5, gt=0, le=1e3, description="the generator's input noise level (SiD / IPFM: 2.5)")
+    Params = OneStepSamplerParams
 
     def __call__(self, *, seed: int = 0, num_samples: Rows = 256) -> SampleOutput:
         gen, teacher = self.models["generator"], self.models["teacher"]

@@ -7,22 +7,13 @@ thread (:func:`~.distill.distill`). Writes ``ipfm-gmm3-d16-generator.safetensors
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
+from .params import GeneratorOptions
 
 __all__ = ["GeneratorOptions", "train_generator"]
-
-
-class GeneratorOptions(Options):
-    """The shipped generator's distillation recipe (the spec entry's ``params``)."""
-
-    loss: Literal["ipfm", "sid"] = Field("ipfm", description="ipfm (the shipped file) or sid")
-    steps: int = Field(400, ge=1, le=100_000, description="generator steps")
-    init_steps: int = Field(600, ge=0, le=100_000, description="teacher-copy regression steps before distillation")
-    progress: bool = Field(True, description="tqdm progress bar")
 
 
 @trainer(options=GeneratorOptions)

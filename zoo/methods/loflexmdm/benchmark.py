@@ -36,11 +36,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
+from .params import BenchOptions, StepBudget  # noqa: F401 - moved to the params module
 
 METHOD_SPECS = ("flexmdm", "loflexmdm")  # the two specs this benchmark compares (each names it as its bench:)
 PAPER_STAR_HARD = {"FlexMDM": 6.0, "LoFlexMDM": 87.9}
@@ -182,28 +182,6 @@ def _plot_chain(ch: dict | None, axes) -> None:
     else:
         axes[4].axis("off")
         axes[5].axis("off")
-
-
-StepBudget = Annotated[int, Field(ge=1, le=4096)]
-
-
-class BenchOptions(Options):
-    samples: int = Field(2000, ge=1, le=100_000, description="unconditional samples per row (one generator, seeded by --seed)")
-    steps: list[StepBudget] = Field([8, 16, 32, 64], min_length=1, max_length=16, description="tau-leaping step budgets")
-    tv_steps: list[StepBudget] = Field([1024], max_length=8, description="extra step budgets for the plain and oracle rows "
-                                       "(length-TV bar; quick: none)")
-    tasks: list[Literal["checksum", "brackets", "chain"]] = Field(
-        ["checksum", "brackets", "chain"], min_length=1, max_length=3,
-        description="checksum and brackets (the control toys, where no order helps), chain (the order toy)")
-    chain_seeds: list[Annotated[int, Field(ge=0, le=1000)]] = Field(
-        [0, 1, 2], min_length=1, max_length=16,
-        description="training seeds of the chain-task comparison (0 = the shipped toy-chain weights; others are trained with "
-                    "the same recipe on first use, 4.5-7 CPU min per model measured under load, and cached)")
-    bayes_samples: int = Field(1000, ge=1, le=100_000, description="draws per exact-posterior (Bayes generator) row (chain task)")
-    fd_samples: int = Field(4096, ge=1, le=100_000,
-                            description="draws per batch (12 batches) of the finite differences of the loss in phi's multipliers (chain task)")
-    quick: ClassVar[dict[str, Any]] = {"samples": 256, "steps": [8, 16], "tv_steps": [], "chain_seeds": [0], "bayes_samples": 256,
-                                       "fd_samples": 512}
 
 
 @benchmark(options=BenchOptions)

@@ -18,10 +18,9 @@ import torch
 
 from registry.contract import metric_check
 
+from .params import CHECK_SAMPLES, InsertionRatioParams, OrderCeilingParams, SampledCheckParams
 from .sampler import SamplerConfig, tau_leap
 from .tasks import Task
-
-CHECK_SAMPLES = 256
 
 
 def task_of(model: Any) -> Task:
@@ -327,33 +326,33 @@ def evaluate_once(pipeline: Any, sampler: str, n: int, steps: int | None, seed: 
     return pipeline.memo(("loflexmdm.evaluate", sampler, n, cfg, seed), lambda: evaluate(model, n, cfg, seed))
 
 
-@metric_check
+@metric_check(params=SampledCheckParams)
 def validity(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
     """Fraction of ``n`` unconditional samples (seed 0) in the task's support."""
     return evaluate_once(pipeline, sampler, n, steps)["validity"]
 
 
-@metric_check
+@metric_check(params=SampledCheckParams)
 def length_tv_check(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
     """TV between the sampled and the exact length law over ``n`` unconditional samples (seed 0)."""
     return evaluate_once(pipeline, sampler, n, steps)["length_tv"]
 
 
-@metric_check
+@metric_check(params=SampledCheckParams)
 def check_digit_accuracy(pipeline: Any, sampler: str = "tau-leaping", n: int = CHECK_SAMPLES, steps: int | None = None) -> float:
     """Checksum task: among ``n`` unconditional samples (seed 0) that are well formed (3-6 digits, '=', one
     digit), the fraction whose check digit is right (chance: 0.2)."""
     return evaluate_once(pipeline, sampler, n, steps)["checksum_given_format"]
 
 
-@metric_check
+@metric_check(params=InsertionRatioParams)
 def determined_insertion_ratio(pipeline: Any, n: int = 512) -> float:
     """Chain task: φ's mean insertion multiplier b_in of the determined tokens (all but the last) divided by that of
     the leaf (< 1: the determined tokens are inserted later, the paper's claim; FlexMDM: exactly 1)."""
     return chain_schedule(pipeline.models["model"], n)["ratio"]
 
 
-@metric_check
+@metric_check(params=OrderCeilingParams)
 def order_ceiling(pipeline: Any, n: int = 500, steps: int = 16) -> float:
     """Chain task: validity of ``n`` τ-leaping draws (plain sampler, ``steps`` steps, seed 0) of the exact-posterior
     generator under the pipeline's own schedule (LoFlexMDM: its φ's multipliers on every sequence; FlexMDM: the
@@ -364,7 +363,7 @@ def order_ceiling(pipeline: Any, n: int = 500, steps: int = 16) -> float:
     return bayes_validity(task, phi_schedule(model, task), n, SamplerConfig(max_steps=steps))["validity"]
 
 
-@metric_check
+@metric_check(params=InsertionRatioParams)
 def checksum_insertion_ratio(pipeline: Any, n: int = 512) -> float:
     """Mean φ insertion multiplier b_in of the checksum token divided by that of the free digits (< 1: the
     checksum is inserted later; FlexMDM: exactly 1)."""

@@ -16,15 +16,13 @@ holds the generator θ and the auxiliary schedule network φ (arXiv 2602.18695, 
 from __future__ import annotations
 
 import math
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
-from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, converter, factory
+from registry.contract import converter, factory
 
+from .params import ModelConfig
 from .tasks import Task
 
 __all__ = ["DDiT", "LoFlexMDMModel", "build_model", "from_upstream", "make_model", "to_upstream"]
@@ -224,26 +222,6 @@ SIZES = {
     "tiny-aux": (dict(d_model=768, n_layers=12, n_heads=12, d_ff=3072, d_cond=128), dict(d_model=768, n_layers=8, n_heads=12, d_ff=3072, d_cond=128)),
     "xtiny-aux": (dict(d_model=768, n_layers=12, n_heads=12, d_ff=3072, d_cond=128), dict(d_model=768, n_layers=6, n_heads=12, d_ff=3072, d_cond=128)),
 }
-
-
-class ModelConfig(FactoryParams):
-    """``config`` of :func:`build_model`."""
-
-    task: Literal["checksum", "brackets", "chain", "bracket-safe"] = Field(
-        "checksum", description="toy task (its tokenizer), or bracket-safe (the paper's molecules: pass vocab_size; no tokenizer offline)")
-    vocab_size: int | None = Field(None, ge=8, le=1_000_000, description="bracket-safe only: the SAFE tokenizer's vocabulary size")
-    scalar_fn: Literal["softplus", "exp"] = Field("softplus", description="rate head: softplus(s)(max-min)+min, or exp(s)+min (SAFE configs)")
-    schedule: Literal["kumaraswamy", "linear"] = Field("kumaraswamy", description="linear = FlexMDM (a = b = 1, no aux network)")
-    a: float = Field(1.0, gt=0, le=10, description="Kumaraswamy shape a shared by all positions (paper best: 1)")
-    fix_b_um: float | None = Field(1.0, gt=0, le=100, description="fix b_um for θ and φ (paper best: 1.0); null = learned")
-    size: Literal["toy", "medium", "tiny-aux", "xtiny-aux"] = "toy"
-    min_rate_phi: float = Field(1.01, ge=0, le=100)
-    max_rate: float = Field(100.0, gt=0, le=1000)
-    insertion_head: Literal["multiplier", "survival"] = Field(
-        "multiplier", description="multiplier: θ's b_in is the rate head's output (the paper); survival: times (1 - t^a)^b_ref, "
-                                  "so the implied remaining insertions vanish at t = 1 (a departure, see LoFlexMDMModel.insertion_survival)")
-    length_conditioning: bool = Field(False, description="toy tasks only: the generator's adaLN condition also embeds the current row "
-                                                         "length (a departure for the 2-layer toy, which cannot count; see the card)")
 
 
 @factory(params=ModelConfig)

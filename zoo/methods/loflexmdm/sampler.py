@@ -18,17 +18,17 @@ A final step fills every remaining mask with its argmax (no insertions).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Rows
 from zoo.common import varlen
 from zoo.common.discrete import categorical, top_p_filter
 from zoo.common.masked_dlm import GenerationOutput
 
+from .params import TauLeapingCli, TauLeapingParams
 from .schedule import EPS, hazard_shape
 
 __all__ = ["CONFIDENCE_RULES", "SamplerConfig", "TauLeaping", "Trace", "tau_leap"]
@@ -147,18 +147,8 @@ class TauLeaping(Procedure):
     draws ``n`` rows together from one generator seeded by ``seed`` (rows share the generator, so the
     procedure is not batch-independent)."""
 
-    class Params(ProcedureParams):
-        max_steps: int = Field(64, ge=1, le=4096, description="τ-leaping steps before the final argmax fill (paper: 1024)")
-        confidence: Literal["top_prob", "prob_diff", "entropy", "rates", "top_rate"] | None = Field(
-            None, description="move each step's events to the most confident masked slots (LoFlexMDM paper best: top_prob)")
-        top_p: float = Field(1.0, gt=0, le=1, description="nucleus filter of K_θ (paper: 0.5 / 0.9 / 1.0)")
-        top_k: int | None = Field(None, ge=1, le=100_000, description="top-k filter of K_θ (star graphs: 1)")
-        count_1: bool = Field(False, description="a slot unmasks only if its Poisson count is exactly 1")
-        model_role: str = Field("model", min_length=1)
-
-    class Cli(CliInputs):
-        num_samples: Rows = 8
-
+    Params = TauLeapingParams
+    Cli = TauLeapingCli
     CliInputs = Cli
 
     def __init__(self, models, params, device="cpu", dtype=None):

@@ -23,13 +23,11 @@ on a free core (6-9 min on a loaded machine).
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
-
-from .training import RECIPE
+from .params import ToyOptions
 
 __all__ = ["ToyOptions", "file_name", "train_task"]
 
@@ -37,20 +35,6 @@ __all__ = ["ToyOptions", "file_name", "train_task"]
 def file_name(method: str, task: str) -> str:
     """The produced file's base name (``weights/<method>-<task>.safetensors`` in the spec)."""
     return f"{method}-{task}.safetensors"
-
-
-class ToyOptions(Options):
-    """The shipped toys' recipe (:data:`~zoo.methods.loflexmdm.training.RECIPE`); ``method`` and ``task`` name the checkpoint."""
-
-    method: Literal["loflexmdm", "flexmdm"] = Field("loflexmdm", description="loflexmdm (learned φ, Kumaraswamy) or flexmdm (linear, no φ); the spec entry names it (a wrong one writes another file than the entry produces, which zoo train reports)")
-    task: Literal["checksum", "brackets", "chain"] = Field("checksum", description="the toy task (tasks.TASKS); the spec entry names it")
-    steps: int = Field(RECIPE["steps"], ge=1, le=1_000_000, description="optimizer steps")
-    batch_size: int = Field(RECIPE["batch_size"], ge=1, le=65_536, description="exact draws of the task law per step")
-    lr: float = Field(RECIPE["lr"], gt=0, le=1.0, description="generator learning rate (one-cycle peak)")
-    aux_lr: float = Field(RECIPE["aux_lr"], gt=0, le=1.0, description="aux network φ learning rate")
-    time_weight: Literal["unit", "hazard"] = Field(RECIPE["time_weight"], description="θ's time weighting (hazard = the paper's)")
-    insertion_head: Literal["multiplier", "survival"] = Field(RECIPE["insertion_head"], description="θ's insertion head")
-    length_conditioning: bool = Field(RECIPE["length_conditioning"], description="the row-length embedding in θ's adaLN condition")
 
 
 @trainer(options=ToyOptions)

@@ -10,14 +10,12 @@ import torch
 from zoo.common.training import progress, setup_deterministic
 
 from .core import LossConfig, joint_loss
+from .params import RECIPE
 from .tasks import TASKS, Task
 
 __all__ = ["METHODS", "RECIPE", "train", "train_toy"]
 
 METHODS = {"loflexmdm": "kumaraswamy", "flexmdm": "linear"}
-# the shipped toys' recipe (docs/methods/loflexmdm.md, "The toys")
-RECIPE = {"steps": 4800, "batch_size": 128, "lr": 3e-3, "aux_lr": 1e-3, "time_weight": "hazard", "insertion_head": "multiplier",
-          "length_conditioning": True}
 
 
 def train_toy(method: str, task_name: str, seed: int = 0, steps: int = 4800, batch_size: int = 128, lr: float = 3e-3,

@@ -2,9 +2,13 @@
 prior + EDM Heun). The kernel, the analytic teacher (exact posterior mean for any D), the Heun solver and the toy's
 measures live in :mod:`zoo.common.pfgmpp` (shared with ``ipfm``, whose teacher this is); their old paths here are
 deprecated aliases."""
-from zoo.common.deprecation import install_aliases
+from typing import TYPE_CHECKING
 
-from .sampler import PFGMPPSampler
+from zoo.common.deprecation import install_aliases
+from zoo.common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .sampler import PFGMPPSampler
 
 __all__ = ["PFGMPPSampler"]
 
@@ -35,4 +39,4 @@ __deprecated_aliases__ = {
         "teacher_quality": "zoo.common.pfgmpp:teacher_quality",
     },
 }
-__getattr__ = install_aliases(__name__, __deprecated_aliases__)
+__getattr__, __dir__ = lazy_exports(__name__, {"PFGMPPSampler": ".sampler"}, fallback=install_aliases(__name__, __deprecated_aliases__))

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import torch
-from pydantic import Field, model_validator
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound, Rows
 from zoo.common.pfgmpp import SampleOutput, ToySamplesCli, heun_sample, karras_sigmas
+
+from .params import PFGMPPSamplerParams
 
 
 class PFGMPPSampler(ToySamplesCli, Procedure):
@@ -24,18 +25,7 @@ class PFGMPPSampler(ToySamplesCli, Procedure):
 
     kind = "sampler"
 
-    class Params(ProcedureParams):
-        num_steps: int = Field(18, ge=1, le=1000, description="Karras grid points; NFE = 2 num_steps - 1 (18 -> 35, the paper's CIFAR-10)")
-        sigma_min: float = Field(0.002, gt=0, le=10.0)
-        sigma_max: float = Field(80.0, gt=0, le=1e4)
-        rho: float = Field(7.0, gt=0, le=100.0)
-        prior: str = Field("pfgmpp", pattern="^(pfgmpp|gaussian)$", description="pfgmpp (the paper) or gaussian (ablation: the diffusion prior with a finite-D field)")
-
-        @model_validator(mode="after")
-        def _range(self):
-            if self.sigma_min >= self.sigma_max:
-                raise ValueError("sigma_min must be < sigma_max")
-            return self
+    Params = PFGMPPSamplerParams
 
     def __call__(self, *, seed: int = 0, num_samples: Rows = 256, x_T: Annotated[torch.Tensor, Bound("rows")] | None = None) -> SampleOutput:
         model, p = self.models["teacher"], self.params

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
-
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 
 from .core import SEEN, UNSEEN
+from .params import BenchOptions
 from .procedures import DetectorEval, ProbeRecipe
 from .report import format_bench, plot_buffer
 
@@ -75,17 +74,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
 
 def table(res: dict[str, Any]) -> str:
     return (f"## PROBE on digits: bAcc on the seen ({SEEN}) and {len(UNSEEN)} held-out generators\n\n" + format_bench(res))
-
-
-class BenchOptions(Options):
-    seeds: list[int] = Field([0, 1, 2], min_length=1, max_length=32, description="training seeds of every arm")
-    n_eval: int = Field(360, ge=1, le=360, description="real test digits and fakes per generator")
-    stage1_steps: int = Field(100, ge=0, le=10_000)
-    stage2_steps: int = Field(300, ge=1, le=100_000)
-    stage2_lr: float | None = Field(None, gt=0, le=1.0, description="stage-2 learning rate for every arm (default: the spec's)")
-    arms: list[Literal["probe", "probe-no-buffer", "probe-lambda0", "probe-no-critic", "probe-band",
-                       "probe-band-unsteered"]] | None = Field(None, max_length=6, description="subset of arms (default all)")
-    quick: ClassVar[dict[str, Any]] = {"seeds": [0, 1], "n_eval": 120, "stage1_steps": 20, "stage2_steps": 60}
 
 
 @benchmark(options=BenchOptions)

@@ -8,10 +8,11 @@ from typing import Any
 from registry.contract import metric_check
 
 from .core import GENERATORS, UNSEEN, eval_fakes
+from .params import DetectorBaccOnParams, ProbeStatParams
 from .procedures import bacc_table, memo_on_models
 
 
-@metric_check
+@metric_check(params=DetectorBaccOnParams)
 def detector_bacc_on(pipeline: Any, generator: str, n_eval: int = 360) -> float:
     """bAcc of the shipped detector: the first ``n_eval`` real test digits vs ``n_eval`` held-out fakes of
     ``generator`` (``unseen-mean``: the mean over the held-out generators)."""
@@ -25,7 +26,7 @@ def detector_bacc_on(pipeline: Any, generator: str, n_eval: int = 360) -> float:
     return float(sum(table.values()) / len(table))
 
 
-@metric_check
+@metric_check(params=ProbeStatParams)
 def probe_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
     """``unseen_mean`` / ``seen`` (``which`` = before / after) or ``gain`` of a PROBE recipe run at seed 0."""
     out = pipeline.memo(("probe", recipe), lambda: pipeline.procedures[recipe](seed=0))

@@ -4,17 +4,16 @@ and :class:`DetectorEval` (balanced accuracy of the shipped detector on every ge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field, model_validator
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.results import ProcedureOutput
 from zoo.common.digits import digits_split
-from zoo.common.out_files import OutPath
 
 from .core import GENERATORS, SEEN, UNSEEN, detector_bacc, eval_fakes, finetune_detector, probe_stage1, seen_train_fakes
+from .params import DetectorEvalParams, ProbeRecipeCli, ProbeRecipeParams
 
 
 _MEMO: dict[Any, tuple[list[Any], Any]] = {}
@@ -66,8 +65,7 @@ class DetectorEval(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        n_eval: int = Field(360, ge=2, le=360, description="real test digits and fakes per generator")
+    Params = DetectorEvalParams
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> DetectorEvalOutput:
         names = (SEEN, *UNSEEN)
@@ -129,32 +127,8 @@ class ProbeRecipe(Procedure):
 
     kind = "training"
 
-    class Params(ProcedureParams):
-        lambda_prec: float = Field(10.0, ge=0, le=1e4, description="λ of L_prec (the note's [assumption] stand-in; paper: unpublished)")
-        use_buffer: bool = Field(True, description="stage 2 on the buffer too (false: the no-buffer baseline)")
-        critic: bool = Field(True, description="false: detector-blind ablation (LoRA pulled toward a fixed random direction)")
-        stage1_steps: int = Field(100, ge=0, le=10_000)
-        lr: float = Field(3e-4, gt=0, le=1.0, description="stage-1 Adam learning rate (LoRA tensors only)")
-        batch: int = Field(32, ge=1, le=1024, description="stage-1 batch (and buffer snapshot size)")
-        buffer_every: int = Field(10, ge=1, le=10_000, description="stage-1 steps between buffer snapshots")
-        rank: int = Field(4, ge=1, le=64, description="LoRA rank")
-        stage2_steps: int = Field(300, ge=0, le=100_000)
-        stage2_lr: float = Field(1e-3, gt=0, le=1.0, description="stage-2 AdamW learning rate")
-        n_eval: int = Field(360, ge=2, le=360, description="real test digits and fakes per generator")
-        n_original: int = Field(1437, ge=2, le=1437, description="original (seen) fakes and real train digits used in stage 2")
-        buffer_band: tuple[Annotated[float, Field(ge=0.0, le=1.0)], Annotated[float, Field(ge=0.0, le=1.0)]] | None = Field(
-            None, max_length=2, description="[lo, hi]: keep only snapshot samples whose frozen-detector P(fake) is in the band (null: all)")
-        buffer_size: int | None = Field(None, ge=1, le=100_000, description="at most this many buffer samples; stage 1 stops once full (null: no cap)")
-        buffer_batch: int | None = Field(None, ge=1, le=4096, description="samples per buffer snapshot (null: batch)")
-
-        @model_validator(mode="after")
-        def _band_ordered(self) -> "ProbeRecipe.Params":
-            if self.buffer_band is not None and not self.buffer_band[0] < self.buffer_band[1]:
-                raise ValueError(f"buffer_band needs lo < hi, got {list(self.buffer_band)}")
-            return self
-
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "probe-buffer.png"
+    Params = ProbeRecipeParams
+    CliInputs = ProbeRecipeCli
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> ProbeOutput:
         p = self.params

@@ -7,14 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
-
-
-class DetectorOptions(Options):
-    steps: int = Field(600, ge=1, le=100_000)
-    lr: float = Field(2e-3, gt=0, le=1.0)
+from .params import DetectorOptions
 
 
 @trainer(options=DetectorOptions)

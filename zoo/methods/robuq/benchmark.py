@@ -11,16 +11,16 @@ import copy
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 
 from .attention import attention_bits_of
 from .metrics import activation_error, attention_error
 from .model import layer_groups, pack_model, quant_modules
+from .params import BenchOptions
 from .procedures import QuantDigitsSampler, heldout_eps_mse, quantize_dit
 
 PTQ_ROLES = ["dit", "dit-w158a4", "dit-w158a4-nohad", "dit-w158a3", "dit-w158a3-nohad", "dit-ampn2", "dit-ampn2-nohad"]
@@ -148,12 +148,6 @@ def _jsonable(res: dict[str, Any]) -> dict[str, Any]:
     out = dict(res)
     out["rows"] = {n: {k: v for k, v in r.items() if not isinstance(v, torch.Tensor)} for n, r in res["rows"].items()}
     return out
-
-
-class BenchOptions(Options):
-    per_class: int = Field(30, ge=1, le=1000, description="samples per digit")
-    steps: int = Field(20, ge=1, le=1000, description="DDIM steps")
-    quick: ClassVar[dict[str, Any]] = {"per_class": 5, "steps": 10}
 
 
 @benchmark(options=BenchOptions)

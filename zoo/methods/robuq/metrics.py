@@ -11,6 +11,7 @@ import torch
 from registry.contract import metric_check
 
 from .model import layer_groups, pack_model
+from .params import ActErrorParams, AttnErrorParams, PackedSizeRatioParams, SampleStatParams
 from .procedures import digits_eps_batch
 from .quant import fast_hadamard, quantize_tokens
 
@@ -69,19 +70,19 @@ def attention_error(model: Any, bits: int, n: int = 64, seed: int = 0) -> float:
     return num / den
 
 
-@metric_check
+@metric_check(params=AttnErrorParams)
 def attn_error(pipeline: Any, bits: int, role: str = "dit") -> float:
     """:func:`attention_error` of the FP role's self-attention at ``bits``."""
     return attention_error(pipeline.models[role], bits)
 
 
-@metric_check
+@metric_check(params=ActErrorParams)
 def act_error(pipeline: Any, bits: int, hadamard: bool, role: str = "dit") -> float:
     """:func:`activation_error` of the FP role at ``bits`` with or without the Hadamard rotation."""
     return activation_error(pipeline.models[role], bits, hadamard)
 
 
-@metric_check
+@metric_check(params=PackedSizeRatioParams)
 def packed_size_ratio(pipeline: Any, role: str, fp_role: str = "dit") -> float:
     """File size of the FP role's safetensors state dict / file size of the quantised role's packed export."""
     from safetensors.torch import save_file
@@ -104,7 +105,7 @@ def sample_quality(pipeline: Any, sampler: str, per_class: int = 20, seed: int =
     return pipeline.memo(("robuq", sampler, per_class, seed), run)
 
 
-@metric_check
+@metric_check(params=SampleStatParams)
 def sample_stat(pipeline: Any, sampler: str, stat: str, per_class: int = 20) -> float:
     """``accuracy`` or ``frechet`` of :func:`sample_quality` for one sampler (slow: DDIM-20, 200 samples)."""
     return float(sample_quality(pipeline, sampler, per_class)[stat])

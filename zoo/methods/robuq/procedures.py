@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs, Procedure, ProcedureParams, private_copies, summarize, transform
+from registry.contract import Procedure, private_copies, summarize, transform
 from registry.limits import Batch
 from registry.results import ImageOutput, ProcedureOutput
-from zoo.common.out_files import OutPath
 
 from .attention import attention_bits_of
 from .model import ADALN, allocate_bits, group_costs, install_quantizers, layer_groups, load_packed, measure_sensitivities, quant_modules, set_group_bits
+from .params import DiTLatentSamplerParams, QATDigitsParams, QuantDigitsSamplerCli, QuantDigitsSamplerParams, QuantizeDitParams
 from .quant import hadamard_block
 
 __all__ = ["quantize_dit", "ampn_allocate", "QuantDigitsSampler", "QATDigits", "DiTLatentSampler", "QuantSampleOutput", "QATOutput", "qat_finetune", "digits_eps_batch", "heldout_eps_mse"]
@@ -52,7 +51,7 @@ def heldout_eps_mse(model: Any, n: int = 360, seed: int = 1) -> float:
     return float(((model(xt, t, class_labels=y).sample - eps) ** 2).mean())
 
 
-@transform
+@transform(params=QuantizeDitParams)
 def quantize_dit(model: Any, a_bits: int | None = 4, hadamard: bool = True, block: int | None = None, lowrank_rank: int = 8,
                  weight: str = "ternary", adaln: bool = True, ampn_avg_bits: float | None = None, ampn_choices: list[int] | None = None,
                  calib_size: int = 64, calib_seed: int = 0, packed: Path | None = None,
@@ -178,11 +177,7 @@ class QuantDigitsSampler(Procedure):
     # (measured: 4e-6 with Hadamard, 0.17 without, on DDIM-20). Rows are computed independently otherwise.
     batch_independent = False
 
-    class Params(ProcedureParams):
-        role: str = Field("dit", description="the model role to sample from (FP or a quantised derived role)")
-        num_inference_steps: int = Field(20, ge=1, le=1000)
-        guidance_scale: float = Field(1.0, ge=0.0, le=20.0)
-        per_class: int = Field(10, ge=1, le=10_000, description="samples per class when no labels are given")
+    Params = QuantDigitsSamplerParams
 
     def __call__(self, *, seed: int = 0, labels: Batch = None, noise: Batch = None, progress: bool = False) -> QuantSampleOutput:
         from zoo.common.digits import sample_digits
@@ -207,9 +202,7 @@ class QuantDigitsSampler(Procedure):
         return [QuantSampleOutput(samples=outputs.samples[i : i + 1], labels=outputs.labels[i : i + 1], bits=outputs.bits)
                 for i in range(outputs.samples.shape[0])]
 
-    class CliInputs(CliInputs):
-        per_class: int | None = Field(None, ge=1, le=10_000, description="samples per digit (default: the spec's per_class)")
-        out: OutPath | None = Field(None, description="PNG: one row of samples per digit (.png added when missing)")
+    CliInputs = QuantDigitsSamplerCli
 
     def run_cli(self, inputs: Any, seed: int) -> str:
         """``zoo run robuq --per-class 10 --out digits.png``: sample every digit, then the digits classifier's
@@ -277,12 +270,7 @@ class QATDigits(Procedure):
     kind = "training"
     mutates_models = False
 
-    class Params(ProcedureParams):
-        role: str = Field("dit-w158a3", description="the quantised role to fine-tune (a private copy)")
-        steps: int = Field(300, ge=0, le=100_000)
-        lr: float = Field(2e-4, gt=0, le=1.0)
-        batch: int = Field(64, ge=1, le=4096)
-        n_eval: int = Field(360, ge=1, le=360)
+    Params = QATDigitsParams
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> QATOutput:
         p = self.params
@@ -302,11 +290,7 @@ class DiTLatentSampler(Procedure):
 
     kind = "sampler"
 
-    class Params(ProcedureParams):
-        role: str = Field("dit", description="the DiT role (FP, or a quantised derived role)")
-        num_inference_steps: int = Field(50, ge=1, le=1000)
-        guidance_scale: float = Field(4.0, ge=0.0, le=20.0)
-        vae_scale: float = Field(0.18215, gt=0, le=10.0, description="SD-VAE latent scaling factor")
+    Params = DiTLatentSamplerParams
 
     def __call__(self, *, seed: int = 0, class_labels: Batch = (207, 360), progress: bool = False) -> ImageOutput:
         from zoo.common.digits import make_scheduler

@@ -17,11 +17,10 @@ import copy
 import time
 from typing import Any
 
-from pydantic import Field
-
-from registry.contract import Options, trainer
+from registry.contract import trainer
 
 from .model import pack_model
+from .params import QATOptions
 from .procedures import ampn_allocate, heldout_eps_mse, qat_finetune, quantize_dit
 
 #: setting -> quantize_dit arguments (lowrank_rank 8 for all); AMPN settings start from uniform int(avg) bits
@@ -37,15 +36,6 @@ SETTINGS: dict[str, dict[str, Any]] = {
 
 def file_name(setting: str) -> str:
     return f"robuq-{setting}-qat.safetensors"
-
-
-class QATOptions(Options):
-    """The shipped checkpoints' QAT recipe."""
-
-    steps: int = Field(250, ge=0, le=100_000, description="QAT steps per setting")
-    batch: int = Field(64, ge=1, le=4096)
-    lr: float = Field(2e-4, gt=0, le=1.0)
-    ampn_warmup: int = Field(100, ge=0, le=100_000, description="AMPN: QAT steps before measuring sensitivities")
 
 
 @trainer(options=QATOptions)

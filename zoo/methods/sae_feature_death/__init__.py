@@ -3,26 +3,9 @@
 Diagnostics (gamma, effective rank, closed-form death predictions, dead-by-pathway accounting,
 preprocessing fixes) and two procedures: :class:`FeatureDeathReport` (analysis) and
 :class:`CentredTraining` (training dynamics)."""
-from .analysis import (
-    CentredTraining,
-    CentredTrainingOutput,
-    FeatureDeathOutput,
-    FeatureDeathReport,
-    StreamSurvey,
-    StreamSurveyOutput,
-    format_report,
-    format_survey,
-    plot_report,
-)
-from .diagnostics import (
-    DeathCounts,
-    dead_by_pathway,
-    effective_rank,
-    gamma,
-    predicted_dead_by_relu,
-    predicted_dead_by_topk,
-    preprocess,
-)
+from typing import TYPE_CHECKING
+
+from zoo.common.lazy import lazy_exports
 
 __all__ = [
     "CentredTraining",
@@ -42,3 +25,44 @@ __all__ = [
     "predicted_dead_by_topk",
     "preprocess",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "CentredTraining": ".analysis",
+    "CentredTrainingOutput": ".analysis",
+    "FeatureDeathOutput": ".analysis",
+    "FeatureDeathReport": ".analysis",
+    "StreamSurvey": ".analysis",
+    "StreamSurveyOutput": ".analysis",
+    "format_report": ".analysis",
+    "format_survey": ".analysis",
+    "plot_report": ".analysis",
+    "DeathCounts": ".diagnostics",
+    "dead_by_pathway": ".diagnostics",
+    "effective_rank": ".diagnostics",
+    "gamma": ".diagnostics",
+    "predicted_dead_by_relu": ".diagnostics",
+    "predicted_dead_by_topk": ".diagnostics",
+    "preprocess": ".diagnostics",
+})
+
+if TYPE_CHECKING:
+    from .analysis import (
+        CentredTraining,
+        CentredTrainingOutput,
+        FeatureDeathOutput,
+        FeatureDeathReport,
+        StreamSurvey,
+        StreamSurveyOutput,
+        format_report,
+        format_survey,
+        plot_report,
+    )
+    from .diagnostics import (
+        DeathCounts,
+        dead_by_pathway,
+        effective_rank,
+        gamma,
+        predicted_dead_by_relu,
+        predicted_dead_by_topk,
+        preprocess,
+    )

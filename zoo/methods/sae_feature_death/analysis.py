@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound
 
 # per-call inputs that override a parameter take the parameter's bounds
@@ -28,13 +28,12 @@ Tokens = Annotated[int, Field(ge=64, le=10_000_000)]
 NFeatures = Annotated[int, Field(ge=8, le=262_144)]
 TopK = Annotated[int, Field(ge=1, le=4096)]
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 from zoo.common.activations import collect_activations
 from zoo.common.sae import SparseAutoencoder, TrainConfig, fraction_variance_unexplained, train_sae
 
 from . import diagnostics as dg
-
-DEFAULT_MAGNITUDES = (0.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)
+from .params import (DEFAULT_MAGNITUDES, CentredTrainingParams, FeatureDeathReportCli,  # noqa: F401
+                     FeatureDeathReportParams, StreamSurveyParams)
 
 
 def _default_texts(n_docs: int) -> list[str]:
@@ -111,26 +110,8 @@ class FeatureDeathReport(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        layer: int = Field(3, ge=0, le=128, description="hidden_states index (0 = embeddings)")
-        n_docs: int = Field(300, ge=1, le=100_000, description="documents of lee_background.cor to encode")
-        max_length: int = Field(128, ge=8, le=8192, description="tokens per document")
-        max_tokens: int = Field(20_000, ge=64, le=10_000_000, description="eval tokens (N_eval of the closed forms)")
-        n_features: int = Field(3072, ge=8, le=262_144, description="SAE width F (8 x d for MiniLM)")
-        k: int = Field(32, ge=1, le=4096, description="TopK k")
-        outlier_dim: int = Field(0, ge=0, le=100_000)
-        magnitudes: tuple[float, ...] = Field(DEFAULT_MAGNITUDES, min_length=1, max_length=32)
-        preprocessings: tuple[dg.Preprocess, ...] = Field(("mean", "geometric_median", "pca_whiten", "layernorm"), max_length=16)
-        sae_seed: int = Field(0, ge=0, le=2**63 - 1)
-        dec_init: Literal["uniform", "gaussian"] = Field(
-            "uniform", description="decoder init: the authors' nn.Linear (kaiming-uniform) init, or isotropic "
-                                   "gaussian columns (the closed forms' assumption)")
-
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "sae-feature-death.png"
-        layer: int | None = Field(None, ge=0, le=128)
-        max_tokens: int | None = Field(None, ge=64, le=10_000_000)
-        magnitudes: str | None = None  # comma-separated
+    Params = FeatureDeathReportParams
+    CliInputs = FeatureDeathReportCli
 
     def _acts(self, texts: list[str] | None, layer: int, max_tokens: int) -> torch.Tensor:
         p = self.params
@@ -242,16 +223,7 @@ class StreamSurvey(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        n_docs: int = Field(300, ge=1, le=100_000)
-        max_length: int = Field(128, ge=8, le=8192)
-        max_tokens: int = Field(8192, ge=64, le=10_000_000, description="eval tokens per stream")
-        n_features: int = Field(3072, ge=8, le=262_144, description="SAE width F (the same for every stream)")
-        k: int = Field(32, ge=1, le=4096)
-        preprocessings: tuple[dg.Preprocess, ...] = Field(("mean", "pca_whiten"), max_length=16)
-        streams: tuple[str, ...] | None = Field(None, max_length=1024, description="module names; None: every BERT sub-layer output")
-        sae_seed: int = Field(0, ge=0, le=2**63 - 1)
-        dec_init: Literal["uniform", "gaussian"] = "uniform"
+    Params = StreamSurveyParams
 
     def _streams(self) -> list[str]:
         if self.params.streams is not None:
@@ -401,23 +373,7 @@ class CentredTraining(Procedure):
 
     kind = "training"
 
-    class Params(ProcedureParams):
-        layer: int = Field(3, ge=0, le=128)
-        n_docs: int = Field(300, ge=1, le=100_000)
-        max_length: int = Field(128, ge=8, le=8192)
-        n_train: int = Field(30_000, ge=64, le=10_000_000)
-        n_eval: int = Field(6_000, ge=64, le=10_000_000)
-        n_features: int = Field(768, ge=8, le=262_144)
-        k: int = Field(8, ge=1, le=4096)
-        steps: int = Field(1800, ge=1, le=1_000_000)
-        batch_size: int = Field(256, ge=1, le=65_536)
-        lr: float = Field(1e-3, gt=0, le=10)
-        auxk_alpha: float = Field(1 / 32, ge=0, le=100, description="AuxK coefficient for the '+auxk' runs")
-        auxk_dead_tokens: int = Field(25_600, ge=1, le=10**9, description="tokens without firing before AuxK counts a latent dead")
-        outlier_dim: int = Field(0, ge=0, le=100_000)
-        magnitudes: tuple[float, ...] = Field((0.0, 40.0, 160.0), min_length=1, max_length=32)
-        b_dec_inits: tuple[Literal["zeros", "mean", "geometric_median", "zeros+auxk"], ...] = Field(("zeros", "mean"), min_length=1, max_length=8)
-        dec_init: Literal["uniform", "gaussian"] = Field("uniform", description="decoder init (see FeatureDeathReport)")
+    Params = CentredTrainingParams
 
     def __call__(self, *, seed: int = 0, texts: Texts | None = None, magnitudes: Magnitudes | None = None,
                  steps: Annotated[int, Field(ge=1, le=1_000_000)] | None = None, n_train: Tokens | None = None,

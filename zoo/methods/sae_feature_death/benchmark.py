@@ -17,30 +17,11 @@ low-rank FFN outputs); with --train the training-dynamics table; writes the PNG 
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
-
-
-class BenchOptions(Options):
-    tokens: int = Field(20_000, ge=64, le=1_000_000, description="eval tokens for the init-death table")
-    layer: int = Field(3, ge=0, le=6, description="MiniLM hidden_states index")
-    features: int = Field(3072, ge=8, le=65_536, description="SAE width F (3072 = 8 x 384)")
-    k: int = Field(32, ge=1, le=4096, description="TopK k")
-    dec_init: Literal["uniform", "gaussian"] = Field("uniform", description="SAE decoder init: the authors' nn.Linear "
-                                                     "kaiming-uniform or isotropic gaussian columns (the closed forms' assumption)")
-    streams: bool = Field(False, description="also survey the 37 native sub-layer streams (~3-5 min)")
-    stream_tokens: int = Field(8192, ge=64, le=1_000_000, description="tokens per stream for --streams")
-    report: bool = Field(True, description="the injected-outlier table on layer 3 (--no-report skips it)")
-    train: bool = Field(False, description="also run the training-dynamics table (~12 min on 1 thread)")
-    steps: int = Field(1800, ge=1, le=100_000, description="training steps")
-    inits: list[Literal["zeros", "mean", "zeros+auxk", "geometric_median"]] = Field(
-        ["zeros", "mean", "zeros+auxk"], min_length=1, max_length=8, description="b_dec inits to train")
-    magnitudes: list[Annotated[float, Field(ge=0, le=1e4)]] = Field([0.0, 40.0, 160.0], min_length=1, max_length=16,
-                                                                   description="injected outlier magnitudes to train at")
-    quick: ClassVar[dict[str, Any]] = {"tokens": 4096, "stream_tokens": 2048, "steps": 100}
+from .params import BenchOptions
 
 
 def _spearman(a: list[float], b: list[float]) -> float:

@@ -22,14 +22,13 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Literal
-
 import numpy as np
 import torch
 
 from zoo.common.sae import SparseAutoencoder, geometric_median
 
-Preprocess = Literal["none", "mean", "geometric_median", "pca_whiten", "layernorm"]
+from .params import Preprocess
+
 _N = NormalDist()
 
 __all__ = [

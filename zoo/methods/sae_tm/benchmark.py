@@ -25,22 +25,13 @@ Seeds run from ``--seed`` (default 0) upward: stage-2 seeds, k-means seeds and t
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
+from .params import BenchOptions
 
 FIXED_KMEANS_SEED = 42  # the reference sae_to_topic.py's KMeans random_state (the protocol before the seed grid)
-
-
-class BenchOptions(Options):
-    topics: list[Annotated[int, Field(ge=2, le=200)]] = Field([5, 10, 20], min_length=1, max_length=16,
-                                                             description="topic counts n")
-    seeds: int = Field(5, ge=1, le=64, description="seeds per method (SAE-TM: seeds x seeds grid)")
-    lda_iter: int = Field(50, ge=1, le=10_000, description="LDA batch iterations")
-    newsgroup: bool = Field(True, description="the mini_newsgroup 2-topic purity check (--no-newsgroup skips it)")
-    quick: ClassVar[dict[str, Any]] = {"topics": [10], "seeds": 1, "lda_iter": 10, "newsgroup": False}
 
 
 def _processor(ctx: Any) -> Any:

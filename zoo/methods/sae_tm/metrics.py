@@ -19,6 +19,7 @@ from registry.contract import metric_check
 
 import numpy as np
 
+from .params import TopicMetricParams
 from .topics import npmi_coherence, topic_diversity, windowed_c_npmi
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -77,19 +78,19 @@ def _over_seeds(pipeline: Any, n: int, key: str, merge: str | None) -> float:
     return float(np.mean([_sae_tm(pipeline, n, s, k, merge)[key] for s in SEEDS for k in SEEDS]))
 
 
-@metric_check
+@metric_check(params=TopicMetricParams)
 def npmi_10_topics(pipeline: Any, merge: str | None = None) -> float:
     """Mean over stage-2 seeds x k-means seeds 0-4 of the document-level NPMI of SAE-TM's 10 topics (toy variant)."""
     return _over_seeds(pipeline, 10, "npmi_doc", merge)
 
 
-@metric_check
+@metric_check(params=TopicMetricParams)
 def c_npmi_10_topics(pipeline: Any, merge: str | None = None) -> float:
     """Mean over stage-2 seeds x k-means seeds 0-4 of gensim's windowed c_npmi of SAE-TM's 10 topics (toy variant)."""
     return _over_seeds(pipeline, 10, "c_npmi", merge)
 
 
-@metric_check
+@metric_check(params=TopicMetricParams)
 def diversity_10_topics(pipeline: Any, merge: str | None = None) -> float:
     """Mean over stage-2 seeds x k-means seeds 0-4 of the top-25 unique-word diversity of SAE-TM's 10 topics (toy variant)."""
     return _over_seeds(pipeline, 10, "diversity", merge)

@@ -17,14 +17,14 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs
 from registry.contract import cached_artifact
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound
 from registry.results import ProcedureOutput
 from zoo.common.activations import sentence_embeddings
 from zoo.common.sae import SparseAutoencoder, TrainConfig, train_sae
 
+from .params import SAETopicModelCli, SAETopicModelParams
 from .topics import Interpretation, TopicSet, fit_interpretation, merge_atoms, normalise_theta
 
 
@@ -78,31 +78,8 @@ class SAETopicModel(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        n_topics: int = Field(10, ge=1, le=1000)
-        tau: float = Field(0.9, gt=0, le=1, description="top-mass kept per atom before merging")
-        pi: float = Field(0.3, ge=0, lt=1, description="fixed background mixing weight")
-        idf: bool = True
-        epochs: int = Field(50, ge=1, le=10_000)
-        lr: float = Field(1e-2, gt=0, le=10)
-        batch_size: int = Field(128, ge=1, le=65_536)
-        top_words: int = Field(10, ge=1, le=1000)
-        min_df: int = Field(3, ge=1, le=1_000_000)
-        max_features: int = Field(5000, ge=10, le=1_000_000)
-        sentences_per_passage: int = Field(2, ge=1, le=1000)
-        train_steps: int = Field(0, ge=0, le=1_000_000, description="train the SAE first (full variant: no shipped SAE)")
-        train_k: int = Field(32, ge=1, le=4096)
-        merge: Literal["paper", "repository"] = Field(
-            "paper", description="stage-3 reading: paper (sparsified rows, 10 k-means inits) or repository "
-                                 "(unsparsified rows, one init as in sae_to_topic.py)")
-        kmeans_seed: int | None = Field(
-            None, ge=0, le=2**32 - 1,
-            description="random_state of the stage-3 k-means; None: the call's seed (the stage-2 seed), so a seed "
-                        "sweep varies both; 42 is the reference sae_to_topic.py's fixed value")
-
-    class CliInputs(BaseCliInputs):  # None = not given: the spec's (or --param's) value stands
-        topics: int | None = Field(None, ge=1, le=1000, description="number of topics (default: the spec's n_topics)")
-        top_words: int | None = Field(None, ge=1, le=1000, description="words per topic (default: the spec's top_words)")
+    Params = SAETopicModelParams
+    CliInputs = SAETopicModelCli
 
     def __init__(self, models: Any, params: Any, device: Any = "cpu", dtype: Any = None):
         super().__init__(models, params, device, dtype)

@@ -10,23 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
+from .params import SAEOptions
 
 FILE_NAME = "sae-tm-minilm-topk256.safetensors"
-
-
-class SAEOptions(Options):
-    """The shipped SAE's stage-1 recipe."""
-
-    features: int = Field(256, ge=8, le=65_536, description="SAE width F")
-    k: int = Field(8, ge=1, le=4096, description="TopK k")
-    steps: int = Field(3000, ge=1, le=1_000_000, description="training steps")
-    batch_size: int = Field(256, ge=1, le=65_536)
-    sae_seed: int = Field(112233, ge=0, le=2**32 - 1,
-                          description="the SAE's init and batch-order seed (the reference CLI's default; not ctx.seed)")
-    float8: bool = Field(True, description="round-trip the embeddings through float8_e4m3fn (the reference data loader)")
 
 
 @trainer(options=SAEOptions)

@@ -21,19 +21,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
-
-
-class BenchOptions(Options):
-    per_caption: int = Field(16, ge=1, le=4096, description="generation samples per caption (36 captions)")
-    seeds: int = Field(8, ge=1, le=256, description="base seeds averaged for generation (spec: 8)")
-    caption_seeds: int = Field(4, ge=1, le=256, description="base seeds averaged for caption accuracy (spec: 4)")
-    margin_seeds: int = Field(16, ge=1, le=256, description="pair seeds averaged for the preference margin (spec: 16)")
-    quick: ClassVar[dict[str, Any]] = {"per_caption": 4, "seeds": 2, "caption_seeds": 2, "margin_seeds": 2}
+from .params import BenchOptions
 
 PAPER = {"DPG-Bench (Table 2)": 91.19, "DPG-Bench (Table 4)": 91.91, "single-LoRA: understanding Eval": 79.92,
          "single-LoRA: GenEval": 0.90, "single-LoRA: Edit (1-5)": 4.08}

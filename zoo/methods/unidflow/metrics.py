@@ -13,6 +13,8 @@ from registry.contract import metric_check
 
 from . import evaluate as E
 from .exact_dpo import surrogate_gap
+from .params import (CaptionAccuracyParams, DiversityParams, DpoTvToOptimumParams, EditAccuracyParams, FaithfulnessParams,
+                     PreferenceMarginParams, UnderstandingDropParams)
 
 
 def _memo(pipeline: Any, key: tuple, fn):
@@ -31,41 +33,41 @@ def gen(pipeline: Any, role: str, per_caption: int, seeds: int) -> dict[str, flo
                  lambda: E.over_seeds(lambda s: E.generation(m, per_caption, seed=s), range(seeds)))
 
 
-@metric_check
+@metric_check(params=CaptionAccuracyParams)
 def caption_accuracy(pipeline: Any, role: str = "model", seeds: int = 4) -> float:
     """Understanding: exact-match caption accuracy (greedy, 3 DFM steps) over all 348 scenes, mean over base
     seeds 0 … ``seeds``−1 (the seed draws the unmasking order)."""
     return caption(pipeline, role, seeds)
 
 
-@metric_check
+@metric_check(params=UnderstandingDropParams)
 def understanding_drop(pipeline: Any, after: str = "model", before: str = "stage1", seeds: int = 4) -> float:
     """Interference: caption accuracy of ``before`` (after stage I) minus that of ``after`` (after generation
     training), in points, both with their learned routers, each the mean over base seeds 0 … ``seeds``−1."""
     return 100.0 * (caption(pipeline, before, seeds) - caption(pipeline, after, seeds))
 
 
-@metric_check
+@metric_check(params=FaithfulnessParams)
 def faithfulness(pipeline: Any, role: str = "model", per_caption: int = 16, seeds: int = 8) -> float:
     """Generation: fraction of ``per_caption`` samples (temperature 1, 16 steps) per caption that are a scene
     with exactly that caption (36 captions), mean over base seeds 0 … ``seeds``−1."""
     return gen(pipeline, role, per_caption, seeds)["faithfulness"]
 
 
-@metric_check
+@metric_check(params=DiversityParams)
 def diversity(pipeline: Any, role: str = "model", per_caption: int = 16, seeds: int = 8) -> float:
     """Generation: mean number of distinct faithful images per caption among ``per_caption`` samples, mean over
     base seeds 0 … ``seeds``−1."""
     return gen(pipeline, role, per_caption, seeds)["diversity"]
 
 
-@metric_check
+@metric_check(params=EditAccuracyParams)
 def edit_accuracy(pipeline: Any, role: str = "model") -> float:
     """Editing: exact-match recolouring (greedy, 16 steps) of all 348 scenes to each non-background colour."""
     return _memo(pipeline, ("edit", role), lambda: E.editing(pipeline.models[role]))
 
 
-@metric_check
+@metric_check(params=PreferenceMarginParams)
 def preference_margin(pipeline: Any, role: str = "model", seeds: int = 16) -> float:
     """Mean surrogate-ELBO margin ℓ(w|c) − ℓ(l|c) (nats) on 512 held preference pairs (shared t and mask), mean
     over the pair/t/mask seeds 1234 … 1234 + ``seeds``−1."""
@@ -74,7 +76,7 @@ def preference_margin(pipeline: Any, role: str = "model", seeds: int = 16) -> fl
                  lambda: E.over_seeds(lambda s: {"m": E.preference_margin(m, seed=1234 + s)}, range(seeds))["m"])
 
 
-@metric_check
+@metric_check(params=DpoTvToOptimumParams)
 def dpo_tv_to_optimum(pipeline: Any, objective: str = "surrogate", V: int = 4, beta: float = 0.5, seed: int = 0) -> float:
     """2-token images: TV between p* ∝ p_ref exp(r/β) and the sampler law of the population-DPO optimum
     trained with the exact log-likelihood or the masked-CE (ELBO) surrogate (model-free, float64)."""

@@ -19,12 +19,12 @@ import math
 from typing import Any
 
 import torch
-from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, factory
+from registry.contract import factory
 from zoo.common.lora import inject_lora, lora_scales
 
+from .params import ToyConfig
 from .world import SEQ_LEN, TASKS, TOK
 
 __all__ = ["Backbone", "TSGRMSNorm", "UniDFlowModel", "build_unidflow", "LORA_TARGETS", "ADAPTERS"]
@@ -183,18 +183,6 @@ class UniDFlowModel(nn.Module):
         norms = {id(m.base): m for m in self.tsg} if modulate else None
         with lora_scales(self.backbone, self.scales(t, task, alpha)):
             return self.backbone(ids, norms, h)
-
-
-class ToyConfig(FactoryParams):
-    """``config`` of :func:`build_unidflow` (bounded: the toy runs on a CPU)."""
-
-    d_model: int = Field(64, ge=8, le=512)
-    n_layers: int = Field(2, ge=1, le=8)
-    n_heads: int = Field(4, ge=1, le=16)
-    d_ff: int = Field(128, ge=8, le=2048)
-    rank: int = Field(8, ge=1, le=64)
-    router_hidden: int = Field(32, ge=1, le=512)
-    shared: bool = False
 
 
 @factory(params=ToyConfig)

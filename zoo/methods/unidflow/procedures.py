@@ -4,17 +4,18 @@ differing in which slots are condition and which are target; the router mixes th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Sequence
 
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from registry.contract import CliInputs, Procedure, ProcedureParams, seed_list, summarize
+from registry.contract import Procedure, seed_list, summarize
 from registry.limits import Batch, Bound, Rows, Seeds
 from registry.results import ProcedureOutput, per_call
-from zoo.common.out_files import JsonPath, write_json
+from zoo.common.out_files import write_json
 
 from .dfm import dfm_sample
+from .params import UniDFlowSamplerCli, UniDFlowSamplerParams, caption_words
 from .world import COLOURS, LAYOUT, TOK, all_captions, all_scenes, caption_of, caption_tuple, encode, parse, render
 
 __all__ = ["UniDFlowSampler", "UniDFlowOutput", "caption_text", "parse_caption", "grid_text"]
@@ -25,18 +26,8 @@ def caption_text(ids: Sequence[int]) -> str:
 
 
 def parse_caption(text: str) -> list[int]:
-    """``"red s2 tl"`` -> caption ids (ValueError naming the bad word)."""
-    words = text.split()
-    sets = (TOK.colour_ids, TOK.size_ids, TOK.bucket_ids)
-    if len(words) != 3:
-        raise ValueError(f"a caption is 3 words (colour size bucket, e.g. 'red s2 tl'), got {text!r}")
-    out = []
-    for w, ids in zip(words, sets):
-        i = TOK.stoi.get(w)
-        if i not in ids:
-            raise ValueError(f"caption word {w!r} is not one of {[TOK.vocab[j] for j in ids]}")
-        out.append(i)
-    return out
+    """``"red s2 tl"`` -> caption ids (ValueError naming the bad word: :func:`~.params.caption_words`)."""
+    return [TOK.stoi[w] for w in caption_words(text)]
 
 
 def grid_text(ids: Sequence[int]) -> str:
@@ -77,13 +68,7 @@ class UniDFlowSampler(Procedure):
     batch_independent = True
     per_row_seeds = True
 
-    class Params(ProcedureParams):
-        task: Literal["understand", "generate", "edit"] = "generate"
-        steps: int = Field(16, ge=1, le=64, description="DFM steps (the last one unmasks every remaining target position)")
-        temperature: float = Field(1.0, ge=0.0, le=10.0, description="draw temperature; 0 = argmax")
-        alpha: float | None = Field(None, ge=0.0, le=1.0, description="fixed router output (None: the learned router)")
-        model_role: Literal["model", "reference", "stage1", "shared"] = Field(
-            "model", description="which trained model runs: the final one, the stage-II reference, after stage I, or the shared-adapter ablation")
+    Params = UniDFlowSamplerParams
 
     def __init__(self, models, params, device="cpu", dtype=None):
         super().__init__(models, params, device, dtype)
@@ -176,18 +161,7 @@ class UniDFlowSampler(Procedure):
         sc = all_scenes()
         return {"scenes": [(7 * i) % len(sc) for i in range(start, stop)]}
 
-    class CliInputs(CliInputs):
-        caption: str | None = Field(None, max_length=200, description="generate: a caption such as 'red s2 tl' (colour, size s1-s3, "
-                                    "corner tl/tr/bl/br), drawn n times; default: n captions of the world")
-        n: Rows = Field(8, description="rows to sample")
-        out: JsonPath | None = Field(None, description="JSON: every row's caption, grid and rule check (.json added when missing)")
-
-        @field_validator("caption")
-        @classmethod
-        def _caption(cls, v: str | None) -> str | None:
-            if v is not None:
-                parse_caption(v)  # a bad word is one --caption line, before anything runs
-            return v
+    CliInputs = UniDFlowSamplerCli
 
     def run_cli(self, inputs: Any, seed: int) -> str:
         """``zoo run unidflow --caption "red 2 tl" --n 4 --out rows.json``: one row per line (the condition, the

@@ -18,31 +18,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
+from .params import ToyOptions
 
 NAMES = {"toy": "unidflow-toy.safetensors", "toy-stage2": "unidflow-toy-stage2.safetensors",
          "toy-stage1": "unidflow-toy-stage1.safetensors", "toy-shared": "unidflow-toy-shared.safetensors"}
-
-
-class ToyOptions(Options):
-    """The shipped toy checkpoints' recipe."""
-
-    pretrain_steps: int = Field(1500, ge=0, le=1_000_000, description="stage 0: the stand-in backbone")
-    stage1_steps: int = Field(600, ge=0, le=1_000_000)
-    stage2_steps: int = Field(2400, ge=0, le=1_000_000)
-    router_steps: int = Field(300, ge=0, le=1_000_000, description="router-only calibration on all tasks at the end of stage II")
-    router_lr: float = Field(0.05, gt=0, le=10.0, description="router calibration learning rate (the router is tiny)")
-    dpo_steps: int = Field(200, ge=0, le=1_000_000)
-    batch_size: int = Field(64, ge=1, le=4096)
-    dpo_batch_size: int = Field(32, ge=1, le=4096)
-    lr_backbone: float = Field(3e-3, gt=0, le=10.0)
-    lr: float = Field(5e-3, gt=0, le=10.0, description="stages I and II")
-    dpo_lr: float = Field(3e-4, gt=0, le=10.0)
-    beta: float = Field(0.1, gt=0, le=100.0, description="mRef-DPO β")
-    evaluate: bool = Field(False, description="print the rule-checked metrics after each saved stage")
-    quiet: bool = Field(False, description="no progress bars")
 
 
 def stage1_model(state: dict[str, Any]) -> Any:

@@ -28,14 +28,13 @@ import torch
 
 from zoo.common.toy_text import SymbolTokenizer
 
+from .params import BUCKETS, COLOURS, SIZES
+
 __all__ = [
     "COLOURS", "TASKS", "SIZE", "SEQ_LEN", "Scene", "all_scenes", "all_captions", "caption_of", "parse", "render", "tokenizer",
     "Layout", "LAYOUT", "encode", "target_slice", "faithful", "edit_target", "preference_pair",
 ]
 
-COLOURS = ("red", "green", "blue", "yellow")
-SIZES = ("1", "2", "3")
-BUCKETS = ("tl", "tr", "bl", "br")
 TASKS = ("und", "gen", "edit")
 SIZE = 4  # grid side
 
