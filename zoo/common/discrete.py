@@ -18,13 +18,12 @@ float64 on the generator's own device, so a CPU generator gives the same tokens 
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
+
+from zoo.common.params import TopPOrder  # noqa: F401 (torch-free: read by params modules)
 
 NEG_INF = float("-inf")
 
-TopPOrder = Literal["after_temperature", "before_temperature"]
 TOP_P_ORDERS = ("after_temperature", "before_temperature")
 
 

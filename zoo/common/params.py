@@ -3,9 +3,11 @@ benchmarks are filled with, read by ``zoo validate`` without importing torch (se
 implementation modules import these very classes."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
+from pydantic.fields import FieldInfo
 
 from registry import declare
 from registry.contract import CliInputs, FactoryParams, Options, ProcedureParams
@@ -203,6 +205,53 @@ class SAEConfig(FactoryParams):
 class SeededSAEConfig(SAEConfig):
     seed: int = Field(0, ge=0, le=2**63 - 1)
     dec_init: DecInit = "uniform"
+
+
+# ----------------------------------------------------------------------------- discrete sampling (discrete)
+
+TopPOrder = Literal["after_temperature", "before_temperature"]
+
+
+# ----------------------------------------------------------------------------- toy LM sizes (toy_lm)
+
+WIDTH, FFN, LAYERS, HEADS, POSITIONS = 1024, 4096, 16, 32, 4096
+
+#: one row per dimension, the same bounds for both architectures:
+#: (TinyMaskedLM field, its default, Qwen2Config field, its default, lower bound, upper bound, what it is)
+SIZES: tuple[tuple[str | None, int | None, str, int, int, int, str], ...] = (
+    ("d_model", 64, "hidden_size", 64, 8, WIDTH, "model width"),
+    ("d_ff", 128, "intermediate_size", 192, 8, FFN, "feed-forward (MLP) width"),
+    ("n_layers", 2, "num_hidden_layers", 2, 1, LAYERS, "layers"),
+    ("n_heads", 4, "num_attention_heads", 4, 1, HEADS, "attention heads"),
+    (None, None, "num_key_value_heads", 2, 1, HEADS, "key/value heads (grouped-query attention)"),
+    ("max_len", 64, "max_position_embeddings", 64, 8, POSITIONS, "longest sequence (positions)"),
+)
+
+
+def _size_model(name: str, doc: str, qwen2: bool) -> type[FactoryParams]:
+    fields = {}
+    for m_name, m_default, q_name, q_default, low, high, what in SIZES:
+        field, default = (q_name, q_default) if qwen2 else (m_name, m_default)
+        if field is not None:
+            fields[field] = (int, Field(default, ge=low, le=high, description=what))
+    return create_model(name, __base__=FactoryParams, __doc__=doc, __module__=__name__, **fields)  # type: ignore[call-overload]
+
+
+MaskedLMSize = _size_model("MaskedLMSize", "Size fields of :class:`~zoo.common.masked_dlm.TinyMaskedLM` (bounded: the "
+                           "toys run on a CPU).", qwen2=False)
+Qwen2Size = _size_model("Qwen2Size", "Size fields of a tiny ``Qwen2ForCausalLM`` (``transformers.Qwen2Config`` names; "
+                        "the bounds of :class:`MaskedLMSize`).", qwen2=True)
+
+
+def sized(model: type[FactoryParams], defaults: Mapping[str, Any]) -> type[FactoryParams]:
+    """``model`` with the defaults ``defaults`` (a toy's own sizes; each key a field of ``model``): the same fields,
+    bounds and descriptions. Subclass the result to add the toy's own fields."""
+    unknown = sorted(set(defaults) - set(model.model_fields))
+    if unknown:
+        raise ValueError(f"sized({model.__name__}): {unknown} are not size fields; fields: {', '.join(model.model_fields)}")
+    fields = {k: (model.model_fields[k].annotation, FieldInfo.merge_field_infos(model.model_fields[k], default=v))
+              for k, v in defaults.items()}
+    return create_model(f"{model.__name__}Sized", __base__=model, __module__=model.__module__, **fields)  # type: ignore[call-overload]
 
 
 # ----------------------------------------------------------------------------- what zoo.common registers

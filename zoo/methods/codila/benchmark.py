@@ -24,11 +24,11 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
+from .params import BenchOptions
 
 PAPER_SYNTAX_ERRORS = {2: (18, 4), 4: (38, 13), 8: (70, 16)}  # K = B: (Dream-Coder %, CoDiLA %)
 
@@ -117,13 +117,6 @@ def plot(res: dict, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    samples: int = Field(512, ge=1, le=65_536, description="unconditional samples per row (one generator, seeded)")
-    taus: list[Annotated[float, Field(ge=0, le=100)]] = Field([0.5, 0.75, 1.0, 1.4], min_length=1, max_length=16,
-                                                            description="dynamic-schedule entropy thresholds (nats)")
-    quick: ClassVar[dict[str, Any]] = {"samples": 64, "taus": [0.5, 0.75, 1.0]}
 
 
 @benchmark(options=BenchOptions)

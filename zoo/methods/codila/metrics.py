@@ -12,10 +12,9 @@ from typing import Any
 
 from registry.contract import metric_check
 
+from .params import CHECK_SAMPLES, BlockTokenLossGapParams, TokensPerDLMForwardParams, ValidityParams, WordValidityParams
 from .tasks import Task
 from .training import loss_gap
-
-CHECK_SAMPLES = 128
 
 
 def evaluate(procedure: Any, task: Task, n: int, seed: int = 0) -> dict[str, float]:
@@ -55,26 +54,26 @@ def evaluate_once(pipeline: Any, sampler: str, n: int = CHECK_SAMPLES, seed: int
     return pipeline.memo(("codila.evaluate", sampler, n, seed), lambda: evaluate(proc, _task(pipeline), n, seed))
 
 
-@metric_check
+@metric_check(params=ValidityParams)
 def validity(pipeline: Any, sampler: str = "codila-static", n: int = CHECK_SAMPLES) -> float:
     """Fraction of ``n`` unconditional samples (seed 0) of ``sampler`` that lie in the toy law's support."""
     return evaluate_once(pipeline, sampler, n)["validity"]
 
 
-@metric_check
+@metric_check(params=WordValidityParams)
 def word_validity(pipeline: Any, sampler: str = "dlm-parallel", n: int = CHECK_SAMPLES) -> float:
     """Fraction of valid two-letter words over ``n`` unconditional samples of ``sampler`` (XOR toy: exactly 0.25
     for one-shot parallel decoding of a fully masked word from exact marginals)."""
     return evaluate_once(pipeline, sampler, n)["word_validity"]
 
 
-@metric_check
+@metric_check(params=TokensPerDLMForwardParams)
 def tokens_per_dlm_forward(pipeline: Any, sampler: str = "codila-static", n: int = CHECK_SAMPLES) -> float:
     """New tokens per DLM forward of ``sampler`` (sequential DLM decoding: 1.0)."""
     return evaluate_once(pipeline, sampler, n)["tokens_per_dlm_forward"]
 
 
-@metric_check
+@metric_check(params=BlockTokenLossGapParams)
 def block_token_loss_gap(pipeline: Any, n: int = 1024, block: int = 2, seed: int = 0) -> float:
     """Token-factorised minus block NLL (nats per block) of the toy's local AR on grid-aligned, fully masked
     blocks of ``block`` positions (Theorem 3.2: the within-block total correlation, ``log 4`` for an XOR word)."""

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound, Rows, Steps
 from registry.results import ProcedureOutput
 from zoo.common.masked_dlm import MaskedDenoiser, find_tokenizer
 
+from .params import TrainLocalARParams
 from .sampler import boundary_ids, excluded_ids
 from .tasks import Task
 from .training import sample_batch, train_local_ar
@@ -44,19 +45,7 @@ class TrainLocalAR(Procedure):
     """Train the local AR (role ``local_ar``) on block-masked marginals of the frozen DLM (role ``dlm``)."""
 
 
-    class Params(ProcedureParams):
-        steps: int = Field(500, ge=1, le=1_000_000)
-        batch_size: int = Field(128, ge=1, le=65536)
-        lr: float = Field(3e-3, gt=0, le=1.0)
-        max_block_size: int = Field(4, ge=1, le=64, description="blocks of 1..B positions are masked together")
-        block_grid: int = Field(1, ge=1, le=64, description="block starts are multiples of this (the decoding grid)")
-        conditioning: Literal["soft", "topk"] = "soft"
-        topk: int = Field(1, ge=1, le=1024)
-        boundary_tokens: list[str] = Field(default_factory=lambda: ["<think>", "</think>"], max_length=2)
-        marginals_allow_eos: bool = True
-        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
-        dlm_role: str = Field("dlm", min_length=1)
-        local_ar_role: str = Field("local_ar", min_length=1)
+    Params = TrainLocalARParams
 
     def __init__(self, models, params, device="cpu", dtype=None):
         super().__init__(models, params, device, dtype)

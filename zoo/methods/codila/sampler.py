@@ -22,14 +22,12 @@ Schedules (one DLM forward per step; decoded tokens are never changed again):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
 from zoo.common.discrete import gumbel_max, top_p_filter
 from zoo.common.masked_dlm import (
-    DenoiserDecodingParams,
     MaskedDenoiser,
     TextSampler,
     eos_finished,
@@ -38,6 +36,7 @@ from zoo.common.masked_dlm import (
 )
 
 from .core import block_entropy, block_logits, conditioning_probs, decode_block, restrict_marginals, verify_penalise
+from .params import CoDiLASamplerParams
 
 __all__ = ["CoDiLASampler", "DecodeConfig", "codila_decode", "excluded_ids", "boundary_ids"]
 
@@ -222,23 +221,7 @@ class CoDiLASampler(TextSampler):
 
     roles = ("dlm", "local_ar")
 
-    class Params(DenoiserDecodingParams):
-        schedule: Literal["static", "dynamic", "verify"] = "static"
-        block_size: int = Field(4, ge=1, le=64, description="B: tokens per local-AR block (paper: 2, 4, 8)")
-        entropy_threshold: float = Field(0.5, ge=0, le=100, description="dynamic: tau on the block entropy h(k) (nats)")
-        candidate_window_blocks: int = Field(10, ge=1, le=4096, description="blocks of the fixed grid considered per step (paper: 10)")
-        conditioning: Literal["soft", "topk"] = "soft"
-        topk: int = Field(1, ge=1, le=1024, description="conditioning=topk: entries kept per marginal")
-        boundary_tokens: list[str] = Field(default_factory=lambda: ["<think>", "</think>"], max_length=2,
-                                           description="AR tokens around the soft embeddings ([] = the no-tags ablation)")
-        ar_temperature: float = Field(1.0, ge=0, le=100, description="local-AR sampling temperature (0 = greedy)")
-        dlm_temperature: float = Field(1.0, ge=0, le=100, description="temperature of the DLM's own proposals (dynamic k=1, verify)")
-        tokens_per_step: int = Field(2, ge=1, le=4096, description="verify: tokens committed per DLM forward")
-        verify_penalty: float = Field(0.1, ge=0, le=1, description="verify: confidence factor on AR/DLM disagreement")
-        marginals_allow_eos: bool = Field(True, description="EOS keeps its marginal mass (Dream pads answers with EOS)")
-        vocab_limit: int | None = Field(None, ge=1, le=10_000_000, description="DLM vocabulary shared with the AR (Dream: 151667)")
-        dlm_role: str = Field("dlm", min_length=1)
-        local_ar_role: str = Field("local_ar", min_length=1)
+    Params = CoDiLASamplerParams
 
     def __init__(self, models, params, device="cpu", dtype=None):
         super().__init__(models, params, device, dtype)

@@ -6,22 +6,18 @@ the models' size fields and builders are the shared ones of :mod:`zoo.common.toy
 """
 from __future__ import annotations
 
-from typing import Literal
-
 from torch import nn
 
 from registry.contract import factory
-from zoo.common.toy_lm import MaskedLMSize, Qwen2Size, build_masked_lm, build_qwen2, sized
+from zoo.common.toy_lm import build_masked_lm, build_qwen2
 from zoo.common.toy_text import SymbolTokenizer
 
+from .params import AR_CONFIG, DLM_CONFIG, ToyARConfig, ToyDLMConfig
 from .tasks import LETTERS, Task
 
 __all__ = ["AR_CONFIG", "DLM_CONFIG", "build_dlm", "build_local_ar", "toy_tokenizer"]
 
 THINK, END_THINK = "<think>", "</think>"
-DLM_CONFIG = dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, max_len=16)
-AR_CONFIG = dict(hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, max_position_embeddings=32)
 
 
 def toy_tokenizer(task: str = "xor") -> SymbolTokenizer:
@@ -30,20 +26,6 @@ def toy_tokenizer(task: str = "xor") -> SymbolTokenizer:
     tok.think_ids = (tok.stoi[THINK], tok.stoi[END_THINK])
     tok.zoo_task = task
     return tok
-
-
-class ToyDLMConfig(sized(MaskedLMSize, DLM_CONFIG)):
-    """``config`` of :func:`build_dlm`: the size fields of :class:`~zoo.common.toy_lm.MaskedLMSize` (its bounds)
-    with this toy's defaults, and the task."""
-
-    task: Literal["xor", "trap"] = "xor"
-
-
-class ToyARConfig(sized(Qwen2Size, AR_CONFIG)):
-    """``config`` of :func:`build_local_ar`: the size fields of :class:`~zoo.common.toy_lm.Qwen2Size` with this
-    toy's defaults, and the task."""
-
-    task: Literal["xor", "trap"] = "xor"
 
 
 @factory(params=ToyDLMConfig)

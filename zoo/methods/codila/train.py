@@ -16,11 +16,11 @@ thread (~1-1.5 min per task).
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
+from .params import ToyTrainOptions
 
 MAX_BLOCK = 4  # the AR is trained on blocks of 1..4 positions (static B = 2 and B = 4 both use it)
 GRID = 2  # block starts on the grid of the smallest static block (B = 2: the words)
@@ -29,18 +29,6 @@ GRID = 2  # block starts on the grid of the smallest static block (B = 2: the wo
 def file_names(task: str) -> list[str]:
     """The three files of one toy task: the DLM, the soft-conditioned AR, the top-1-conditioned AR."""
     return [f"codila-{task}-dlm.safetensors", f"codila-{task}-ar.safetensors", f"codila-{task}-ar-top1.safetensors"]
-
-
-class ToyTrainOptions(Options):
-    """The shipped toy checkpoints' recipe."""
-
-    task: Literal["xor", "trap"] = Field("xor", description="toy task (zoo.methods.codila.tasks)")
-    dlm_steps: int = Field(600, ge=1, le=100_000, description="DLM training steps")
-    ar_steps: int = Field(500, ge=1, le=100_000, description="local-AR training steps (each of the two ARs)")
-    batch_size: int = Field(128, ge=1, le=4096, description="DLM batch size")
-    lr: float = Field(3e-3, gt=0, le=1.0, description="DLM learning rate")
-    ar_batch_size: int = Field(64, ge=1, le=4096)
-    ar_lr: float = Field(5e-3, gt=0, le=1.0)
 
 
 @trainer(options=ToyTrainOptions)

@@ -8,15 +8,14 @@ from __future__ import annotations
 import statistics
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
-from pydantic import Field
-
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 from zoo.common.training import progress
 
 from .evaluation import ESTIMATORS, EVAL_SEED, _model_fn, compare, gaussian_fit_score, gaussian_limit, normalisation, ood_compare, ou_particle_flow, symmetry_errors
 from .kde import kde_log_density_score
+from .params import BenchOptions
 
 #: paper numbers (relative score MSE, GMM, n = 2^14; method note section 5 [paper-note])
 PAPER = {(2, 16384): {"discoformer": 0.068, "kde": 0.172}, (10, 16384): {"discoformer": 0.0283, "kde": 0.529}}
@@ -107,15 +106,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    dims: list[Annotated[int, Field(ge=1, le=2)]] = Field([1, 2], min_length=1, max_length=2,
-                                                          description="data dimensions, 1 and/or 2 (one trained toy each)")
-    ns: list[Annotated[int, Field(ge=2, le=65536)]] = Field([64, 256, 1024], min_length=1, max_length=8,
-                                                            description="sample-set sizes")
-    tasks: int = Field(48, ge=1, le=10_000, description="held-out mixtures per (d, n)")
-    quick: ClassVar[dict[str, Any]] = {"tasks": 12, "ns": [64, 256]}
 
 
 @benchmark(options=BenchOptions)

@@ -12,12 +12,11 @@ is accepted and ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound
 
 #: a sample set or query points, ``(n, d)`` or ``(B, n, d)``: at most ``rows`` sets and ``rows`` points per set
@@ -27,6 +26,7 @@ from registry.results import ProcedureOutput
 from .data import random_gmm
 from .kde import kde_log_density_score, sd_kde
 from .model import test_time_train
+from .params import DiScoFormerEstimatorParams, EstimatorCli, KDEEstimatorParams, SDKDEEstimatorParams
 
 __all__ = ["DensityScoreOutput", "DiScoFormerEstimator", "KDEEstimator", "SDKDEEstimator", "estimate_errors"]
 
@@ -51,10 +51,7 @@ class _Estimator(Procedure):
     batch_independent = True
     default_dim = 2
 
-    class CliInputs(BaseCliInputs):
-        mixture_seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the random Gaussian mixture to estimate")
-        n_context: int = Field(256, ge=2, le=100_000, description="sample-set size")
-        n_query: int = Field(256, ge=1, le=100_000, description="query points (drawn from the same mixture)")
+    CliInputs = EstimatorCli
 
     def dim(self) -> int:
         return self.default_dim
@@ -105,10 +102,7 @@ class DiScoFormerEstimator(_Estimator):
     ``ttt_steps > 0``: first adapt a private copy to the context by test-time training
     (:func:`zoo.methods.discoformer.model.test_time_train`); the cached model is never changed."""
 
-    class Params(ProcedureParams):
-        max_query_chunk: int = Field(4096, ge=1, le=1_000_000, description="queries per forward pass (memory; results do not depend on it)")
-        ttt_steps: int = Field(0, ge=0, le=100, description="test-time-training steps on the consistency loss of the context (paper: 4)")
-        ttt_lr: float = Field(1e-4, gt=0, le=1.0, description="gradient-descent step size of test-time training")
+    Params = DiScoFormerEstimatorParams
 
     def dim(self) -> int:
         return int(self.models["estimator"].dim)
@@ -134,10 +128,7 @@ class KDEEstimator(_Estimator):
     """Gaussian KDE with kernel covariance ``h^2 cov(X)`` (scipy's ``gaussian_kde`` convention with a
     ``1/n`` covariance), ``h`` = Scott's factor ``n^{-1/(d+4)}`` unless ``factor`` is given."""
 
-    class Params(ProcedureParams):
-        factor: float | None = Field(None, gt=0, le=100, description="bandwidth factor h (None: Scott's rule)")
-        eps: float = Field(1e-4, ge=0, le=1.0, description="whitening ridge relative to tr(cov)/d")
-        dim: int = Field(2, ge=1, le=128, description="dimension of the example inputs / zoo run mixture")
+    Params = KDEEstimatorParams
 
     def dim(self) -> int:
         return self.params.dim
@@ -151,11 +142,7 @@ class SDKDEEstimator(_Estimator):
     then KDE with bandwidth ``n^{-1/(d+8)}``. ``score_source="kde"``: the Scott-rule KDE's own score (no oracle);
     ``"discoformer"``: DiScoFormer's score at the samples (the paper's plug-in use; needs role ``estimator``)."""
 
-    class Params(ProcedureParams):
-        score_source: Literal["kde", "discoformer"] = "kde"
-        factor: float | None = Field(None, gt=0, le=100, description="bandwidth factor (None: n^(-1/(d+8)))")
-        eps: float = Field(1e-4, ge=0, le=1.0)
-        dim: int = Field(2, ge=1, le=128, description="dimension of the example inputs / zoo run mixture")
+    Params = SDKDEEstimatorParams
 
     def dim(self) -> int:
         return int(self.models["estimator"].dim) if self.params.score_source == "discoformer" else self.params.dim

@@ -27,13 +27,13 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import torch
-from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, factory
+from registry.contract import factory
 
 from .attention import CrossAttention
 from .kde import LOG_2PI, whiten
+from .params import DiScoFormerConfig
 
 __all__ = ["DiScoFormer", "DiScoFormerConfig", "build_discoformer", "consistency_loss", "test_time_train"]
 
@@ -107,19 +107,6 @@ class DiScoFormer(nn.Module):
             return (log_f, score) if outer else (log_f.detach(), score.detach())
         log_fw, s_w = self.whitened(Xw, (Y - mu) @ A)
         return log_fw + logdet[..., None], s_w @ A.transpose(-1, -2)
-
-
-class DiScoFormerConfig(FactoryParams):
-    """``config`` of :func:`build_discoformer` (bounded sizes)."""
-
-    dim: int = Field(2, ge=1, le=128, description="data dimension d")
-    d_model: int = Field(64, ge=4, le=1024)
-    n_heads: int = Field(4, ge=1, le=32)
-    n_layers: int = Field(2, ge=1, le=24)
-    ffn_mult: int = Field(2, ge=1, le=8)
-    eps: float = Field(1e-4, ge=0, le=1.0, description="whitening ridge, relative to tr(cov)/d")
-    score_mode: Literal["head", "autograd"] = "head"
-    self_attention: bool = True
 
 
 @factory(params=DiScoFormerConfig)

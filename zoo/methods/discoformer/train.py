@@ -11,20 +11,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
-
+from .params import ToyTrainOptions
 from .training import TrainConfig, train_discoformer
 
 __all__ = ["ToyTrainOptions", "train_toy"]
-
-
-class ToyTrainOptions(Options):
-    """One DiScoFormer toy: its data dimension and step count (the shipped files use 2500 steps)."""
-
-    dim: int = Field(2, ge=1, le=5, description="data dimension of the random mixtures")
-    steps: int = Field(2500, ge=1, le=100_000, description="AdamW steps (one batch of fresh mixtures each)")
 
 
 @trainer(options=ToyTrainOptions)

@@ -2,8 +2,19 @@
 (substitution, deletion, right-insertion heads on an ESM/DPLM network; a 2L latent alignment space with gaps; the
 contextual evolutionary noising kernel), and its masked-diffusion degenerate case (spec ``dplm-masked``).
 See docs/methods/dplm-evo.md."""
-from .editing import EditConfig, EditStep, edit_row, replay
-from .recipe import TrainDPLMEvo, TrainOutput
-from .sampler import EditOutput, EditSampler
+from typing import TYPE_CHECKING
+
+from zoo.common.lazy import lazy_exports
 
 __all__ = ["EditConfig", "EditOutput", "EditSampler", "EditStep", "TrainDPLMEvo", "TrainOutput", "edit_row", "replay"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "EditConfig": ".editing", "EditStep": ".editing", "edit_row": ".editing", "replay": ".editing",
+    "TrainDPLMEvo": ".recipe", "TrainOutput": ".recipe",
+    "EditOutput": ".sampler", "EditSampler": ".sampler",
+})
+
+if TYPE_CHECKING:
+    from .editing import EditConfig, EditStep, edit_row, replay
+    from .recipe import TrainDPLMEvo, TrainOutput
+    from .sampler import EditOutput, EditSampler

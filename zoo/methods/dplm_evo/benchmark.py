@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
+from .params import NAMES, SCORED, BenchOptions, FamilyName, Network  # noqa: F401
 
 MODELS = (("DPLM-Evo (contextual kernel)", "net"), ("uniform kernel", "net_uniform"), ("BLOSUM62 kernel", "net_blosum"),
           ("dplm-masked (masked diffusion)", "net_masked"))
@@ -71,12 +71,6 @@ def measure(pipe, role: str, rows: int, population_rows: int, seed: int, wild_ty
     dn = de_novo_length_tv_of(de_novo, population_rows, seed)
     r["de_novo_length_tv"], r["de_novo_fitness"], r["de_novo_lengths"] = dn["tv"], dn["fitness"], dn["lengths"]
     return r
-
-
-NAMES = {"contextual": "DPLM-Evo (contextual kernel)", "uniform": "uniform kernel", "blosum62": "BLOSUM62 kernel",
-         "masked": "masked diffusion, constant weight (dplm-masked)", "masked-elbo": "masked diffusion, ELBO weight"}
-#: The networks of the scoring section (``training.CONFIGS`` names, ``evaluation.SCORED_NETWORKS``).
-SCORED = tuple(NAMES)
 
 
 def scoring_section(pipe, res: dict, wild_types: int, training_seeds: int, seed_networks: list[str] | None = None,
@@ -149,28 +143,6 @@ def plot(res: dict, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-Network = Literal["contextual", "uniform", "blosum62", "masked", "masked-elbo"]
-FamilyName = Literal["conserved-core", "mutation-bias"]
-
-
-class BenchOptions(Options):
-    rows: int = Field(64, ge=1, le=5120, description="post-editing starts per measurement")
-    population_rows: int = Field(512, ge=1, le=5120,
-                                 description="simulated-evolution starts (loop-indel rate) and de novo samples (length TV)")
-    wild_types: int = Field(256, ge=2, le=5120,
-                            description="fresh wild types of the mutation-effect Spearman (per family; paired SE ~0.003 at 256)")
-    training_seeds: int = Field(1, ge=1, le=10,
-                                description="training seeds per network for the scoring section (1: the shipped networks; "
-                                "R >= 2 retrains R - 1 per network and family, ~1 CPU minute each)")
-    seed_networks: list[Network] = Field(list(SCORED), min_length=1, max_length=5,
-                                         description="networks retrained for --training-seeds; the gaps are those of the pairs listed")
-    seed_families: list[FamilyName] = Field(["conserved-core", "mutation-bias"], min_length=1, max_length=2,
-                                            description="toy families whose networks --training-seeds retrains")
-    scoring_only: bool = Field(False, description="only the mutation-effect scoring section (both families), no sampling "
-                               "measurements or PNG")
-    quick: ClassVar[dict[str, Any]] = {"rows": 16, "population_rows": 32, "wild_types": 64}
 
 
 @benchmark(options=BenchOptions)

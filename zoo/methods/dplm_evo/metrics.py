@@ -26,6 +26,14 @@ from zoo.common import rows
 from .alphabet import AA, K
 from .family import LEFT, RIGHT, family
 from .model import MASK
+from .params import (
+    DeNovoLengthTvParams,
+    LoopIndelRateParams,
+    MutationSpearmanParams,
+    OracleMutationSpearmanParams,
+    PostEditGainParams,
+    SpearmanMarginParams,
+)
 from .scoring import masked_marginal, mutant_scores, single_mutant_table, spearman, wt_marginal
 
 __all__ = ["mutation_spearman", "spearman_margin", "oracle_mutation_spearman", "loop_indel_rate", "post_edit_gain",
@@ -504,7 +512,7 @@ def post_edit_gain_of(sampler, n: int = 64, seed: int = 0) -> dict[str, float]:
             "edits": float(np.mean([st["edits"] for st in out.stats])), "f0": f0.tolist(), "f1": f1.tolist()}
 
 
-@metric_check
+@metric_check(params=MutationSpearmanParams)
 def mutation_spearman(pipeline: Any, scoring: str = "wt-marginal", role: str = "net", family: str = "conserved-core",
                       wild_types: int = 256) -> float:
     """Mean Spearman (over ``wild_types`` fresh wild types of the toy ``family``) between ``scoring`` scores of
@@ -514,7 +522,7 @@ def mutation_spearman(pipeline: Any, scoring: str = "wt-marginal", role: str = "
                  lambda: spearman_of(net, scoring, family, wild_types))["mean"]
 
 
-@metric_check
+@metric_check(params=OracleMutationSpearmanParams)
 def oracle_mutation_spearman(pipeline: Any, kind: str = "law", family: str = "conserved-core", wild_types: int = 256) -> float:
     """Mean Spearman of a Bayes-limit scoring (:func:`.evaluation.oracle_log_probs`: ``law`` = the exact masked
     conditional, also the Bayes wild-type marginal of the uniform and contextual kernels; ``blosum62`` = the
@@ -533,7 +541,7 @@ _LOOP_COUNTS = {"co-optimal": "rate", "traceback": "rate_traceback", "fewest-ind
                 "provenance": "rate_provenance"}
 
 
-@metric_check
+@metric_check(params=LoopIndelRateParams)
 def loop_indel_rate(pipeline: Any, sampler: str = "evolve", n: int = 512, seed: int = 0, count: str = "provenance") -> float:
     """Fraction of the net indels (output vs start) of ``n`` simulated-evolution runs from family members that lie in
     the loop, read from the recorded trajectories (:func:`provenance_indels`). ``count`` picks an alignment-based
@@ -580,19 +588,19 @@ def length_tv_noise_floor(n: int, reps: int = 200, seed: int = 0) -> float:
     return float(np.mean(tvs))
 
 
-@metric_check
+@metric_check(params=DeNovoLengthTvParams)
 def de_novo_length_tv(pipeline: Any, sampler: str = "de-novo", n: int = 512, seed: int = 0) -> float:
     """TV distance between the de novo samples' length law and the family's (lower is better)."""
     return _memo(pipeline, ("dplm_evo.len", sampler, n, seed), lambda: de_novo_length_tv_of(pipeline.procedures[sampler], n, seed))["tv"]
 
 
-@metric_check
+@metric_check(params=PostEditGainParams)
 def post_edit_gain(pipeline: Any, sampler: str = "post-edit", n: int = 64, seed: int = 0) -> float:
     """Mean fitness gain ``f(end) − f(start)`` of post-editing ``n`` low-fitness variants."""
     return _memo(pipeline, ("dplm_evo.post", sampler, n, seed), lambda: post_edit_gain_of(pipeline.procedures[sampler], n, seed))["mean_gain"]
 
 
-@metric_check
+@metric_check(params=SpearmanMarginParams)
 def spearman_margin(pipeline: Any, role: str = "net", baseline_role: str = "net_masked", family: str = "conserved-core",
                     wild_types: int = 256) -> float:
     """DPLM-Evo's wild-type-marginal Spearman minus the masked baseline's masked-marginal Spearman on the same

@@ -19,12 +19,12 @@ new: initialised to weight 0 and bias :data:`EDIT_HEAD_BIAS`, i.e. untrained).
 from __future__ import annotations
 
 import torch
-from pydantic import Field
 from torch import nn
 
-from registry.contract import FactoryParams, converter, factory
+from registry.contract import converter, factory
 
 from .alphabet import AA, CLS_ID, EOS_ID, ESM_VOCAB, MASK_ID, PAD_ID, aa_ids
+from .params import FullConfig, ToyConfig
 
 __all__ = ["MASK", "GAP", "PAD", "EDIT_HEAD_BIAS", "DPLMEvoNet", "build_toy", "build_dplm_150m", "from_dplm", "to_dplm"]
 
@@ -78,33 +78,12 @@ def _config(**kw):
                      position_embedding_type="rotary", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **kw)
 
 
-class ToyConfig(FactoryParams):
-    """``config`` of :func:`build_toy` (bounded: the toy runs on a CPU)."""
-
-    hidden_size: int = Field(64, ge=8, le=1024)
-    num_hidden_layers: int = Field(2, ge=1, le=12)
-    num_attention_heads: int = Field(4, ge=1, le=16)
-    intermediate_size: int = Field(128, ge=8, le=4096)
-    max_position_embeddings: int = Field(64, ge=8, le=1026)
-
-
 @factory(params=ToyConfig)
 def build_toy(**config) -> DPLMEvoNet:
     """Tiny ESM-2-architecture DPLM-Evo network (random init; weights come from the spec)."""
     cfg = ToyConfig(**config)
     torch.manual_seed(0)
     return DPLMEvoNet(_config(token_dropout=False, **cfg.model_dump())).eval()
-
-
-class FullConfig(FactoryParams):
-    """``config`` of :func:`build_dplm_150m`: ESM-2 150M's shape (DPLM 150M is initialised from it)."""
-
-    hidden_size: int = Field(640, ge=8, le=2560)
-    num_hidden_layers: int = Field(30, ge=1, le=36)
-    num_attention_heads: int = Field(20, ge=1, le=40)
-    intermediate_size: int = Field(2560, ge=8, le=10240)
-    max_position_embeddings: int = Field(1026, ge=8, le=4096)
-    token_dropout: bool = True
 
 
 @factory(params=FullConfig)

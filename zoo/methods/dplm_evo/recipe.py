@@ -8,17 +8,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound, Rows, Steps
 from registry.results import ProcedureOutput
 
 from .alphabet import encode
 from .noise import Knobs
+from .params import TrainDPLMEvoParams
 from .training import TrainConfig, train
 
 __all__ = ["TrainOutput", "TrainDPLMEvo"]
@@ -38,23 +38,7 @@ class TrainOutput(ProcedureOutput):
 class TrainDPLMEvo(Procedure):
     """Train role ``net`` with the DPLM-Evo loss (contextual kernel after a mask-noise warm-up)."""
 
-    class Params(ProcedureParams):
-        steps: int = Field(2500, ge=1, le=10_000_000)
-        batch_size: int = Field(64, ge=1, le=65536)
-        lr: float = Field(3e-3, gt=0, le=1.0)
-        omega_del: float = Field(0.1, ge=0, le=1)
-        omega_ins: float = Field(0.02, ge=0, le=1)
-        rho_mask: float = Field(0.5, ge=0, le=1)
-        kernel: Literal["contextual", "uniform", "blosum62"] = "contextual"
-        gamma_sub: float = Field(1.0, ge=0, le=100)
-        gamma_del: float = Field(1.0, ge=0, le=100)
-        gamma_ins: float = Field(1.0, ge=0, le=100)
-        warmup_fraction: float = Field(0.3, ge=0, le=1)
-        weighting: Literal["elbo", "none"] = Field("elbo", description="loss weight λ_t: elbo = 1/t (the note's diffusion ELBO weight), none = 1")
-        t_proposal: Literal["uniform", "square"] = Field(
-            "uniform", description="how t is drawn: uniform, or square (t = t_min + (1 - t_min) u^2 with importance weight 2u: the same objective, more rows at small t)")
-        n_latent: int = Field(28, ge=2, le=4096, description="the 2L latent size (2 x the longest sequence)")
-        net_role: str = Field("net", min_length=1)
+    Params = TrainDPLMEvoParams
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"steps": 2, "batch_size": batch_size}

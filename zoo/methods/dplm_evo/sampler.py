@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.limits import Bound, Length, Rows, Sequences
 from registry.results import ProcedureOutput
 
 from .editing import MASK_CHAR, EditConfig, edit_row, from_text, to_text
+from .params import EditSamplerCli, EditSamplerParams
 
 __all__ = ["EditOutput", "EditSampler", "EXAMPLE_SEQUENCES"]
 
@@ -43,34 +43,9 @@ class EditSampler(Procedure):
 
     batch_independent = True
 
-    class Params(ProcedureParams):
-        mode: Literal["de-novo", "evolve", "post-edit"] = "de-novo"
-        steps: int = Field(12, ge=1, le=1000)
-        tau_del: float = Field(0.5, ge=0.0, le=1.0, description="delete a residue when p_del > tau_del (1.0: never)")
-        tau_ins: float = Field(0.5, ge=0.0, le=1.0, description="insert a mask when p_ins > tau_ins (1.0: never)")
-        tau_sub: float = Field(0.0, ge=0.0, le=1.0, description="redraw residues whose own p_sub < tau_sub (the noisy set)")
-        renoise_fraction: float = Field(0.0, ge=0.0, le=1.0)
-        temperature: float = Field(1.0, ge=0.0, le=10.0)
-        length: int = Field(12, ge=1, le=1022, description="de novo start length (m^length) when no lengths are given")
-        max_length: int = Field(28, ge=1, le=2044, description="the 2L latent size: rows never grow beyond it")
-        stochastic_edits: bool = Field(False, description="delete / insert with probability p_del / p_ins (simulated evolution)")
-        ancestral: bool = Field(False, description="with stochastic_edits: edit probability p * (1 - t_next / t) per step of "
-                                "t = 1 - k / steps (the reverse of the linear schedule; masks may be deleted): de novo")
-        renoise_omega_del: float = Field(0.0, ge=0.0, le=1.0, description="evolve: the re-noise deletes residues with "
-                                         "probability renoise_fraction * omega_del (the forward kernel's deletions)")
-        renoise_omega_ins: float = Field(0.0, ge=0.0, le=1.0, description="evolve: the re-noise turns latent gap slots into "
-                                         "masks with probability renoise_fraction * omega_ins (the forward kernel's insertions)")
-        residue_scoring: Literal["wt-marginal", "masked-marginal"] = Field(
-            "wt-marginal", description="how the noisy set reads a residue's own probability (masked-marginal: masked baseline)")
-        edit_sites: Literal["all", "noisy"] = Field(
-            "all", description="noisy: delete only tokens of the noisy set N_t (masks, residues with own p_sub < tau_sub) and "
-            "insert only right of them, as in the paper's loop ('non-noisy positions are unchanged'); all: any token or gap")
-        net_role: str = Field("net", min_length=1)
+    Params = EditSamplerParams
 
-    class Cli(CliInputs):
-        sequence: str | None = None  # a start protein (evolve / post-edit); de novo ignores it
-        length: int | None = Field(None, ge=1, le=1022)
-        num_samples: Rows = 1
+    Cli = EditSamplerCli
 
     CliInputs = Cli
 

@@ -10,29 +10,19 @@ One spec entry per family (:data:`.family.FAMILIES`): ``conserved-core`` writes 
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import trainer
 
-from registry.contract import Options, trainer
+from .params import FamilyTrainOptions, Network  # noqa: F401
 
-from .training import CONFIGS, train_named
+from .training import train_named
 
 __all__ = ["FamilyTrainOptions", "file_name", "train_family"]
-
-Network = Literal["contextual", "uniform", "blosum62", "masked", "masked-elbo"]
-
 
 def file_name(name: str, family_name: str) -> str:
     """``dplm-evo-NAME.safetensors`` (conserved-core family) or ``dplm-evo-FAMILY-NAME.safetensors``."""
     return f"dplm-evo-{name if family_name == 'conserved-core' else f'{family_name}-{name}'}.safetensors"
-
-
-class FamilyTrainOptions(Options):
-    """Which toy family, and which of its five networks (default all, in :data:`.training.CONFIGS` order)."""
-
-    family: Literal["conserved-core", "mutation-bias"] = Field("conserved-core", description="the toy family trained on")
-    networks: list[Network] = Field(list(CONFIGS), min_length=1, max_length=5, description="the networks trained")
 
 
 @trainer(options=FamilyTrainOptions)

@@ -21,6 +21,7 @@ from zoo.common.varlen import align, pad_rows, random_alignment
 
 from .model import GAP, PAD, DPLMEvoNet
 from .noise import Knobs, edit_loss, labels, noise_latent
+from .params import NETWORKS
 
 __all__ = ["TrainConfig", "CONFIGS", "SEEDS", "sample_t", "train", "train_named", "training_seed", "trained_replicate",
            "replicate_key"]
@@ -70,6 +71,7 @@ CONFIGS: dict[str, TrainConfig] = {
     # kernel only (issue 37: "masked" differs in the kernel *and* the weighting).
     "masked-elbo": TrainConfig(Knobs(0.0, 0.0, 1.0, "uniform"), gamma_del=0.0, gamma_ins=0.0, weighting="elbo"),
 }
+assert tuple(CONFIGS) == NETWORKS, "params.Network must list training.CONFIGS' names in order"
 
 #: The shipped networks' training seeds (``masked-elbo`` shares ``masked``'s, so the two baselines differ in the
 #: loss weight alone: the same initialisation, minibatches and noise draws).

@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs, Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 
 from .construction import ConstructionError, build_network, exact_match, float_grid
+from .params import ExactnessReportCli, ExactnessReportParams
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -72,18 +71,9 @@ class ExactnessReport(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        dtype: Literal["float32", "float64"] = Field("float32", description="the network's own dtype (not the pipeline's)")
-        starts: tuple[float, ...] = Field((1.0, 1.5, 0.75, -3.0, 1e-6, 1e6), min_length=1, max_length=32,
-                                          description="grid starts (1.0 is the binade edge case of the note)")
-        sizes: tuple[Annotated[int, Field(ge=1, le=4096)], ...] = Field((256,), min_length=1, max_length=16)
-        gates: tuple[Literal["tanh", "gelu", "gelu-tanh", "silu", "elu", "softsign", "hardtanh"], ...] = Field(("tanh",), min_length=1, max_length=16)
-        step_scale: Literal["per-threshold", "fixed"] = Field("per-threshold", description="fixed = the note's K = 2^24 (negative control)")
-        lo: float = Field(1e-20, gt=0, le=1e30, description="smallest target magnitude")
-        hi: float = Field(1e20, gt=0, le=1e30, description="largest target magnitude (beyond what B absorbs: ConstructionError rows)")
+    Params = ExactnessReportParams
 
-    class CliInputs(BaseCliInputs):
-        out: OutPath = "float-ad-networks.png"
+    CliInputs = ExactnessReportCli
 
     def __call__(self, *, seed: int = 0) -> ExactnessOutput:
         # per-call parameters (pipe(seed=0, sizes=(8,))) arrive as self.params through Procedure.with_params

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
-
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 
 from .analysis import DTYPES, measure
+from .params import BenchOptions
 
 
 def measure_grid(sizes: list[int], starts: list[float], dtypes: list[str]) -> dict[str, Any]:
@@ -62,13 +61,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field([4, 16, 64, 256, 1024], min_length=1, max_length=16, description="grid sizes n")
-    starts: list[float] = Field([1.0, 1.5, 0.75], min_length=1, max_length=16, description="first grid point of each grid")
-    dtypes: list[Literal["float32", "float64"]] = Field(["float32", "float64"], min_length=1, max_length=2)
-    quick: ClassVar[dict[str, Any]] = {"sizes": [4, 16, 64]}
 
 
 @benchmark(options=BenchOptions)

@@ -7,9 +7,10 @@ from typing import Any
 from registry.contract import metric_check
 
 from .analysis import DTYPES, measure
+from .params import ExactRateParams, NNonzeroParams
 
 
-@metric_check
+@metric_check(params=ExactRateParams)
 def exact_rate(pipeline: Any, start: float, n: int, dtype: str = "float32", gate: str = "tanh",
                step_scale: str = "per-threshold", what: str = "both") -> float:
     """Fraction of the ``n`` grid points from ``start`` whose value (``what=values``), gradient
@@ -19,7 +20,7 @@ def exact_rate(pipeline: Any, start: float, n: int, dtype: str = "float32", gate
     return (r[key] if key else min(r["exact_values"], r["exact_grads"])) / n
 
 
-@metric_check
+@metric_check(params=NNonzeroParams)
 def n_nonzero(pipeline: Any, n: int, dtype: str = "float32") -> float:
     """Non-zero weights and biases of the network for ``n`` grid points from 1.5 (tanh gate)."""
     return float(measure(1.5, n, DTYPES[dtype], "tanh", 0)["nonzero"])

@@ -5,24 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import ProcedureParams
 from zoo.common.ar_cache import CacheFactory, ar_forward, cache_kwarg, new_cache
 from zoo.common.discrete import gumbel_max, top_p_filter
 from zoo.common.masked_dlm import TextSampler, eos_of, resolve_max_new_tokens
+
+from .params import ARDecodingParams
 
 
 class ARDecoding(TextSampler):
     """Token-by-token decoding of the causal LM ``target`` (role name: parameter ``target_role``);
     ``cache_factory`` replaces the default ``DynamicCache``."""
 
-    class Params(ProcedureParams):
-        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the model's generation_config, else 256")
-        temperature: float = Field(0.0, ge=0, le=100)
-        top_p: float = Field(1.0, gt=0, le=1)
-        chat_template: bool = True
-        target_role: str = Field("target", min_length=1, description="model role of the causal LM")
+    Params = ARDecodingParams
 
     def __init__(self, models, params, device="cpu", dtype=None, cache_factory: CacheFactory | None = None):
         super().__init__(models, params, device, dtype)

@@ -23,26 +23,11 @@ forward on prompt + answer-region masks and of one verify forward of V drafts).
 from __future__ import annotations
 
 import sys
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
+from registry.contract import benchmark
 
-from registry.contract import Options, benchmark
-
-Variant = Literal["toy", "toy-equal", "toy-long"]
-
-
-class BenchOptions(Options):
-    problems: int = Field(64, ge=1, le=256, description="held-out toy problems (seed i for problem i; training skips the first 256)")
-    verify_window: int | None = Field(None, ge=1, le=256, description="override V for all PoE rows")
-    repeats: int = Field(5, ge=1, le=100, description="timing rounds (round-robin over the rows); each row keeps its fastest round")
-    sweep_w: bool = Field(False, description="also print the PoE-weight ablation table (needs the toy variant)")
-    variants: list[Variant] = Field(["toy", "toy-equal", "toy-long"], min_length=1, max_length=3,
-                                    description="model pairs (spec variants)")
-    device: str = Field("cpu", pattern=r"^(cpu|cuda(:[0-9]+)?)$", description="torch device of the models (cuda: the paper's "
-                        "regime; the cost line then times forwards by synchronised wall clock)")
-    quick: ClassVar[dict[str, Any]] = {"problems": 8, "repeats": 1, "variants": ["toy"]}
-
+from .params import BenchOptions, Variant  # noqa: F401
 
 TITLES = {
     "toy": "3-digit addition (33-token answers), shipped pair: torch-encoder DLM + Qwen2 AR",

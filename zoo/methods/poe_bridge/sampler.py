@@ -34,12 +34,10 @@ Discrete sampling comes from :mod:`zoo.common.discrete`, the AR cache helpers fr
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field, model_validator
 
-from registry.contract import ProcedureParams
 from zoo.common.ar_cache import (
     CacheFactory,
     ar_forward,
@@ -50,7 +48,7 @@ from zoo.common.ar_cache import (
     cache_select,
     new_cache,
 )
-from zoo.common.discrete import TopPOrder, categorical, draft_logits, gumbel_max, tempered
+from zoo.common.discrete import categorical, draft_logits, gumbel_max, tempered
 from zoo.common.masked_dlm import MaskedDenoiser, TextSampler, resolve_max_new_tokens
 
 from .core import (
@@ -61,6 +59,7 @@ from .core import (
     speculative_verify,
     temperature_ladder,
 )
+from .params import PoEBridgeSamplerParams
 
 
 class PoEBridgeSampler(TextSampler):
@@ -69,44 +68,7 @@ class PoEBridgeSampler(TextSampler):
     parameters ``proposal_role`` / ``target_role``. ``cache_factory`` (a zero-argument callable returning
     a transformers ``Cache``) replaces the target's default ``DynamicCache``."""
 
-    class Params(ProcedureParams):
-        mixture_weight: float = Field(0.3, ge=0, le=1, description="PoE weight w on the DLM (0: AR, 1: DLM)")
-        n_lanes: int = Field(4, ge=1, le=64, description="K parallel draft lanes")
-        n_low_temp: int = Field(1, ge=1, le=64, description="lanes at the low temperature (n_low)")
-        temp_low: float = Field(0.2, gt=0, le=100)
-        temp_high: float = Field(0.7, gt=0, le=100)
-        anneal_temp: bool = True
-        verify_window: int = Field(32, ge=1, le=4096, description="V: positions verified per AR forward")
-        max_lookahead: int = Field(256, ge=1, le=4096, description="M: masked positions per DLM forward")
-        top_p: float = Field(0.95, gt=0, le=1, description="nucleus truncation of the drafts")
-        top_p_order: TopPOrder = Field(
-            "after_temperature", description="nucleus of the tempered draft law (this project) or of the untempered "
-            "DLM logits, then tempered ('before_temperature', the repository's order)")
-        lane_choice: Literal["multinomial_exact", "argmax_logit_diff"] = Field(
-            "multinomial_exact", description="paper's importance resampling, or the repository's best-of-K"
-        )
-        length_normalize: bool = Field(True, description="argmax_logit_diff: mean instead of sum (repo default)")
-        accept_with_truncated_q: bool = True
-        stage1: Literal["speculative", "none"] = Field(
-            "speculative", description="'none': the no-bridge baseline, direct D -> A importance sampling of whole "
-            "drafted windows (every draft kept, lanes weighed by p_A / q)")
-        max_new_tokens: int | None = Field(None, ge=1, le=4096, description="None: the target's generation_config, else 256")
-        vocab_limit: int | None = Field(None, ge=1, le=10_000_000, description="shared vocabulary prefix (Dream: 151667)")
-        chat_template: bool = True
-        mask_token_id: int | None = Field(None, ge=0, le=10_000_000)
-        shift_logits: bool | None = Field(None, description="None: infer (True for Dream)")
-        proposal_role: str = Field("proposal", min_length=1, description="model role of the masked-diffusion LM")
-        target_role: str = Field("target", min_length=1, description="model role of the causal LM")
-
-        @model_validator(mode="after")
-        def _consistent(self):
-            if self.n_low_temp > self.n_lanes:
-                raise ValueError("n_low_temp must be <= n_lanes")
-            if self.temp_low > self.temp_high:
-                raise ValueError("temp_low must be <= temp_high")
-            if self.verify_window > self.max_lookahead:
-                raise ValueError("verify_window must be <= max_lookahead")
-            return self
+    Params = PoEBridgeSamplerParams
 
     def __init__(self, models, params, device="cpu", dtype=None, cache_factory: CacheFactory | None = None):
         super().__init__(models, params, device, dtype)

@@ -5,17 +5,15 @@ Dream), both trained in-repo by ``zoo train poe-bridge`` (entry ``toy``) on the 
 """
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
 from torch import nn
 
 from registry.contract import factory
 from zoo.common.masked_dlm import TinyMaskedLM
-from zoo.common.toy_lm import MaskedLMSize, Qwen2Size, build_masked_lm, build_qwen2, sized
+from zoo.common.toy_lm import build_masked_lm, build_qwen2
 from zoo.common.toy_text import ArithTokenizer
 
 from .columns import ColumnTokenizer
+from .params import AR_CONFIG, DLM_CONFIG, TOY_MAX_NEW_TOKENS, ToyARConfig, ToyDLMConfig, ToyDLMQwen2Config
 
 __all__ = ["AR_CONFIG", "DLM_CONFIG", "TOY_MAX_NEW_TOKENS", "TinyMaskedLM", "build_ar", "build_dlm", "build_dlm_qwen2",
            "toy_tokenizer"]
@@ -32,36 +30,6 @@ def toy_tokenizer(task: str = "steps", digits: int = 3) -> ArithTokenizer | Colu
     if task == "columns":
         return ColumnTokenizer(digits)
     raise ValueError(f"toy task must be one of {TASKS}, got {task!r}")
-
-TOY_MAX_NEW_TOKENS = 40  # answer (33 tokens for 3 digits) + EOS padding, the DLM's training length
-AR_CONFIG = dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, max_position_embeddings=64)
-DLM_CONFIG = dict(d_model=64, n_layers=2, n_heads=4, d_ff=192, max_len=64)
-
-
-class ToyARConfig(sized(Qwen2Size, AR_CONFIG)):
-    """``config`` of :func:`build_ar`: the size fields of :class:`~zoo.common.toy_lm.Qwen2Size` (its bounds) with this
-    toy's defaults, and the task's."""
-
-    task: Literal["steps", "columns"] = Field("steps", description="toy task (:func:`toy_tokenizer`)")
-    digits: int = Field(3, ge=1, le=64)
-    max_new_tokens: int = Field(TOY_MAX_NEW_TOKENS, ge=1, le=4096,
-                                description="answer region (answer + EOS padding): the generation length the model reads")
-    init_seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the random initialisation (training; loaded weights replace it)")
-
-
-class ToyDLMQwen2Config(ToyARConfig):
-    """``config`` of :func:`build_dlm_qwen2`: the AR target's fields and the read-out convention."""
-
-    shift_logits: bool = Field(False, description="Dream's convention: output i-1 predicts token i (for a DLM "
-                               "initialised from the AR target, as Dream-7B is from Qwen2.5-7B)")
-
-
-class ToyDLMConfig(sized(MaskedLMSize, DLM_CONFIG)):
-    """``config`` of :func:`build_dlm`: the size fields of :class:`~zoo.common.toy_lm.MaskedLMSize` with this toy's
-    defaults, and the digits."""
-
-    digits: int = Field(3, ge=1, le=9)
 
 
 @factory(params=ToyARConfig)

@@ -21,12 +21,13 @@ data come from ``ctx.seed + 1`` (the toy-equal and toy-long DLMs) as when the fi
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, trainer
+from registry.contract import trainer
+
+from .params import EqualOptions, LongOptions, PairOptions, ScheduleOptions  # noqa: F401
 
 MAX_NEW = 40  # the toy pair's answer region (33-token answers + EOS padding)
 
@@ -68,21 +69,6 @@ def _save(ctx: Any, model: torch.nn.Module, name: str, t0: float, c0: float) -> 
     print(f"{name}: {time.thread_time() - c0:.1f} CPU s ({time.time() - t0:.1f} s wall) sha256 {h}")
 
 
-class ScheduleOptions(Options):
-    """What every recipe here shares: batch size, peak learning rate, the task's number of digits."""
-
-    batch_size: int = Field(64, ge=1, le=4096)
-    lr: float = Field(3e-3, gt=0, le=1.0, description="peak learning rate of the one-cycle schedule")
-    digits: int = Field(3, ge=1, le=64)
-
-
-class PairOptions(ScheduleOptions):
-    """A model pair's recipe (defaults: the ``toy`` pair; the spec's ``training:`` params set the others)."""
-
-    ar_steps: int = Field(2000, ge=1, le=100_000, description="AR optimiser steps")
-    dlm_steps: int = Field(1400, ge=1, le=100_000, description="DLM optimiser steps (toy: fewer, the weaker proposal)")
-
-
 @trainer(options=PairOptions)
 def train_toy(ctx: Any, opts: PairOptions) -> None:
     """The ``toy`` pair: the Qwen2 AR target, then the torch-encoder DLM, in that order from one seeded global RNG."""
@@ -98,12 +84,6 @@ def train_toy(ctx: Any, opts: PairOptions) -> None:
           "poe-bridge-dlm.safetensors", t0, c0)
 
 
-class EqualOptions(ScheduleOptions):
-    """The ``toy-equal`` proposal's recipe."""
-
-    steps: int = Field(1400, ge=1, le=100_000, description="DLM optimiser steps")
-
-
 @trainer(options=EqualOptions)
 def train_equal(ctx: Any, opts: EqualOptions) -> None:
     """The ``toy-equal`` proposal: a bidirectional Qwen2 of the AR target's size (full state dict, tied head included,
@@ -117,16 +97,6 @@ def train_equal(ctx: Any, opts: EqualOptions) -> None:
     t0, c0 = time.time(), time.thread_time()
     _save(ctx, train_dlm_qwen2(opts.steps, opts.batch_size, opts.lr, opts.digits, seed),
           "poe-bridge-dlm-qwen2.safetensors", t0, c0)
-
-
-class LongOptions(PairOptions):
-    """The ``toy-long`` pair's recipe (steps, batch and digits: the spec's ``training:`` params; the architecture: the
-    ``toy-long`` variant's config in the spec)."""
-
-    max_new_tokens: int = Field(64, ge=1, le=1024, description="answer region")
-    max_position_embeddings: int = Field(128, ge=2, le=4096)
-    dlm_init: Literal["ar", "random"] = Field("ar", description="DLM initialisation: the trained AR's weights "
-                          "with Dream's shift-by-one read-out (ar, as Dream-7B from Qwen2.5-7B) or random")
 
 
 @trainer(options=LongOptions)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 
 from .bandit import OOD_LAW, RISKY_LAW, SAFE_LAW, bandit_dataset, evaluate_actions
+from .params import BenchOptions
 from .procedures import evaluate_actor
 from .risk import cvar_normal_mixture, fit_free_quantiles, huber_quantile_normal, normal_quantile, stratified_normal
 
@@ -182,12 +182,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
-
-
-class BenchOptions(Options):
-    retrain: bool = Field(False, description="train the five actors from the seed (~5-12 min on one thread) instead of loading the shipped ones")
-    released_pairing: bool = Field(False, description="also train RAMAC with the released RADAC critic pairing (~2-5 min) and score it beside the others")
-    n: int = Field(1000, ge=10, le=1_000_000, description="actions per actor")
 
 
 @benchmark(options=BenchOptions)

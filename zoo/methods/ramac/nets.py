@@ -30,6 +30,8 @@ from torch import nn
 from registry.contract import factory
 from zoo.common.mlp_diffusion import MLPDenoiser, VectorDiffusion
 
+from .params import BuildActorConfig, BuildCriticConfig, BuildFlowActorConfig, Dim, Width
+
 __all__ = ["DiffusionActor", "FlowActor", "build_flow_actor", "IQNCritic", "DoubleIQN", "build_actor", "build_critic", "soft_update"]
 
 
@@ -176,11 +178,7 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
         pt.mul_(1 - tau).add_(ps, alpha=tau)
 
 
-Dim = Annotated[int, Field(ge=1, le=1024)]
-Width = Annotated[int, Field(ge=1, le=4096)]
-
-
-@factory
+@factory(params=BuildActorConfig)
 def build_actor(state_dim: Dim = 1, action_dim: Dim = 2, T: Annotated[int, Field(ge=1, le=1000)] = 20, schedule: str = "vp",
                 width: Width = 128, layers: Annotated[int, Field(ge=1, le=16)] = 3, time_dim: Annotated[int, Field(ge=2, le=512)] = 16,
                 max_action: Annotated[float, Field(gt=0, le=1e6)] = 1.0) -> DiffusionActor:
@@ -190,7 +188,7 @@ def build_actor(state_dim: Dim = 1, action_dim: Dim = 2, T: Annotated[int, Field
     return DiffusionActor(state_dim, action_dim, T, schedule, width, layers, time_dim, max_action)
 
 
-@factory
+@factory(params=BuildFlowActorConfig)
 def build_flow_actor(state_dim: Dim = 1, action_dim: Dim = 2, steps: Annotated[int, Field(ge=1, le=1000)] = 10, width: Width = 128,
                      layers: Annotated[int, Field(ge=1, le=16)] = 3, time_dim: Annotated[int, Field(ge=2, le=512)] = 16,
                      max_action: Annotated[float, Field(gt=0, le=1e6)] = 1.0) -> FlowActor:
@@ -198,7 +196,7 @@ def build_flow_actor(state_dim: Dim = 1, action_dim: Dim = 2, steps: Annotated[i
     return FlowActor(state_dim, action_dim, steps, width, layers, time_dim, max_action)
 
 
-@factory
+@factory(params=BuildCriticConfig)
 def build_critic(state_dim: Dim = 1, action_dim: Dim = 2, width: Width = 64, emb_dim: Width = 64,
                  n_cos: Annotated[int, Field(ge=1, le=1024)] = 16) -> DoubleIQN:
     """Factory of the ``critic`` role (double IQN; the paper: width 256, emb_dim 32-128 per task)."""

@@ -4,25 +4,21 @@ Typed outputs: :class:`ActionOutput`, :class:`EvaluationOutput`, :class:`TrainOu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import CliInputs as BaseCliInputs
-from registry.contract import Procedure, ProcedureParams, private_copies
+from registry.contract import Procedure, private_copies
 from registry.limits import Bound, Rows
 from registry.results import ProcedureOutput
-from zoo.common.out_files import OutPath
 
 from .bandit import bandit_dataset, evaluate_actions
+from .params import ActCli, ActParams, ActorType, EvaluateCli, EvaluateParams, RoleName, TrainParams  # noqa: F401
 from .train import RamacTrainer, TrainConfig, reinitialise
 from .toy import init_seeds
 
 __all__ = ["Act", "ActionOutput", "Evaluate", "EvaluationOutput", "Train", "TrainOutput"]
 
-RoleName = Literal["actor", "actor-bc-only", "actor-risk-neutral", "actor-cvar-no-bc", "actor-rafmac"]
-ActorType = Literal["diffusion", "flow"]
 #: the role an ``actor: flow`` recipe / sampler uses when ``role`` is left at ``actor``
 FLOW_ROLE = "actor-rafmac"
 
@@ -56,12 +52,9 @@ class Act(Procedure):
     kind = "sampler"
     batch_independent = True
 
-    class Params(ProcedureParams):
-        role: RoleName = Field("actor", description="which shipped actor: RAMAC or one of the baselines")
-        actor: ActorType = Field("diffusion", description="actor type: diffusion (RADAC) or flow (RAFMAC; role actor -> actor-rafmac)")
+    Params = ActParams
 
-    class CliInputs(BaseCliInputs):
-        n: Rows = Field(8, description="number of actions (bandit state 0)")
+    CliInputs = ActCli
 
     @property
     def actor(self) -> Any:
@@ -133,13 +126,9 @@ class Evaluate(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        role: RoleName = "actor"
-        n: int = Field(1000, ge=10, le=1_000_000, description="sampled actions")
-        alpha: float = Field(0.1, gt=0, le=1.0)
+    Params = EvaluateParams
 
-    class CliInputs(BaseCliInputs):
-        out: OutPath | None = None
+    CliInputs = EvaluateCli
 
     def __call__(self, *, seed: int = 0) -> EvaluationOutput:
         return evaluate_actor(self.models[self.params.role], self.params.n, self.params.alpha, seed, self.params.role)
@@ -187,11 +176,7 @@ class Train(Procedure):
     kind = "training"
     mutates_models = True
 
-    class Params(TrainConfig):
-        init: Literal["scratch", "finetune"] = "scratch"
-        actor: ActorType = Field("diffusion", description="actor type: diffusion (RADAC, role actor) or flow (RAFMAC, role actor-rafmac)")
-        data_size: int = Field(10_000, ge=16, le=10_000_000, description="behaviour transitions of the bandit dataset")
-        eval_n: int = Field(1000, ge=10, le=1_000_000, description="actions sampled for the evaluation of the result")
+    Params = TrainParams
 
     def __call__(self, *, seed: int = 0, progress: bool = False) -> TrainOutput:
         p = self.params

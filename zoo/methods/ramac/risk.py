@@ -23,17 +23,16 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Literal, Sequence
+from typing import Callable, Sequence
 
 import torch
+
+from .params import Pairing, RiskMeasure
 
 __all__ = [
     "cvar_lower_tail", "cvar_normal", "normal_quantile", "mixture_quantile", "cvar_normal_mixture", "mixture_mean",
     "sample_taus", "RiskMeasure", "pinball_loss", "quantile_huber_loss", "Pairing", "huber_quantile_normal", "fit_free_quantiles", "stratified_normal",
 ]
-
-RiskMeasure = Literal["cvar", "neutral", "wang", "cpw", "power"]
-Pairing = Literal["standard", "radac_released"]
 
 _SQRT2 = math.sqrt(2.0)
 

@@ -3,15 +3,15 @@
 Used by the ``zoo train ramac`` recipe :func:`train_toy_actors` (which writes the shipped actors) and the benchmark."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 
-from registry.contract import Options, trainer
+from registry.contract import trainer
 
 from .bandit import bandit_dataset
 from .nets import build_actor, build_critic, build_flow_actor
+from .params import ToyTrainOptions
 from .train import PRESETS, RamacTrainer, TrainConfig, TrainResult, reinitialise
 
 __all__ = ["TOY_ACTOR", "TOY_FLOW_ACTOR", "TOY_CRITIC", "FLOW_PRESETS", "SHIPPED", "ToyTrainOptions", "init_seeds", "train_presets",
@@ -69,15 +69,6 @@ def train_presets(seed: int = 0, presets: tuple[str, ...] = tuple(PRESETS), base
         cfg = TrainConfig(**{**base, **FLOW_PRESETS[name]})
         out[name] = RamacTrainer(actor, critic, data, cfg, g).run(progress=progress).result()
     return out
-
-
-class ToyTrainOptions(Options):
-    """Which shipped actors one ``training:`` entry of ``specs/ramac.yaml`` trains (the TrainConfig defaults otherwise)."""
-
-    presets: list[Literal["ramac", "bc-only", "risk-neutral", "cvar-no-bc", "rafmac"]] = Field(
-        ["ramac", "bc-only", "risk-neutral", "cvar-no-bc", "rafmac"], min_length=1, max_length=5,
-        description="presets to train (the four diffusion actors share one warm-up; rafmac is a separate run)")
-    progress: bool = Field(True, description="tqdm progress bars")
 
 
 @trainer(options=ToyTrainOptions)

@@ -28,50 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from pydantic import Field
-
-from registry.contract import ProcedureParams
 
 from .bandit import BanditData
 from .nets import DiffusionActor, DoubleIQN, FlowActor, soft_update
 
 #: either actor: RADAC's diffusion chain or RAFMAC's flow-matching Euler chain (same interface)
 Actor = DiffusionActor | FlowActor
-from .risk import Pairing, RiskMeasure, quantile_huber_loss, sample_taus
+from .params import TrainConfig
+from .risk import quantile_huber_loss, sample_taus
 
 __all__ = ["TrainConfig", "PRESETS", "TrainResult", "RamacTrainer", "reinitialise", "train_ramac", "actor_loss", "eta_at"]
-
-
-class TrainConfig(ProcedureParams):
-    """Hyper-parameters of :func:`train_ramac` (the toy's values; the paper's per-task values are the
-    spec's ``params_by_variant``)."""
-
-    steps: int = Field(3500, ge=0, le=2_000_000)
-    batch_size: int = Field(128, ge=1, le=65_536)
-    risk_batch: int = Field(64, ge=0, le=65_536, description="states (chains with gradient) in the risk term; 0: the whole batch")
-    lr_actor: float = Field(5e-3, gt=0, le=1.0)
-    lr_critic: float = Field(3e-3, gt=0, le=1.0)
-    lambda_bc: float = Field(1.0, ge=0, le=1e4, description="weight of the behaviour-cloning loss")
-    eta: float = Field(0.1, ge=0, le=1e4, description="weight of the risk term (0: behaviour cloning only)")
-    eta_warmup: int = Field(2000, ge=0, le=2_000_000, description="steps with eta_t = 0 (the critic learns first)")
-    eta_ramp: int = Field(500, ge=0, le=2_000_000, description="steps of the linear ramp 0 -> eta after the warm-up")
-    risk: RiskMeasure = "cvar"
-    alpha: float = Field(0.1, gt=0, le=1.0, description="CVaR level")
-    risk_eta: float = Field(0.0, ge=-10, le=10, description="distortion parameter of wang / cpw / power")
-    q_norm: bool = Field(False, description="divide the risk term by mean |Z| (detached; RAFMAC / Diffusion-QL option)")
-    n_quantiles: int = Field(8, ge=1, le=1024, description="critic quantile samples N (and M for the targets)")
-    n_actor_quantiles: int = Field(8, ge=1, le=1024, description="tau samples of the actor's risk estimate")
-    kappa: float = Field(1.0, ge=0, le=100, description="Huber threshold (0: pure pinball loss)")
-    pairing: Pairing = "standard"
-    grad_norm: float = Field(5.0, gt=0, le=1e6)
-    discount: float = Field(0.99, ge=0, le=1.0)
-    tau_soft: float = Field(0.005, ge=0, le=1.0)
-    q_clip: float = Field(300.0, gt=0, le=1e9)
-    ema_decay: float = Field(0.995, ge=0, le=1.0)
-    ema_start: int = Field(1000, ge=0, le=2_000_000)
-    ema_every: int = Field(5, ge=1, le=10_000)
-    lr_decay: bool = Field(True, description="cosine decay of both learning rates to 0 over `steps` (Diffusion-QL's lr_decay)")
-    log_every: int = Field(100, ge=1, le=1_000_000)
 
 
 #: the recipes' presets: RAMAC and the baselines of the note (sec. 6) on the same models and budget

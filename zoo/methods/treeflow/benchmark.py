@@ -9,15 +9,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
-
-from registry.contract import Options, benchmark
+from registry.contract import benchmark
 from zoo.common.out_files import pyplot, save_figure
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig
+from .params import BenchOptions
 
 MODES = ("per_level", "global", "warm_start")
 LABEL = {"per_level": "ForestFlow (per level)", "global": "treeflow global [inferred]", "warm_start": "treeflow warm-start [inferred]"}
@@ -88,18 +87,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     return save_figure(fig, path)
-
-
-class BenchOptions(Options):
-    n_t: int = Field(20, ge=2, le=1000, description="noise levels (ForestFlow's default is 50)")
-    K: int = Field(30, ge=1, le=10_000, description="duplications (ForestFlow's default is 100)")
-    datasets: list[Literal["iris", "wine", "breast_cancer"]] = Field(["iris", "wine"], min_length=1, max_length=3,
-                                                                      description="scikit-learn datasets")
-    n_estimators: int = Field(50, ge=1, le=5000, description="rounds per level (ForestFlow: 100)")
-    max_depth: int = Field(6, ge=1, le=16, description="tree depth (ForestFlow: 7)")
-    global_trees: int = Field(400, ge=1, le=100_000, description="rounds of the single global booster")
-    warm_trees: int = Field(20, ge=1, le=5000, description="new rounds per level after the first (warm_start)")
-    quick: ClassVar[dict[str, Any]] = {"n_t": 10, "K": 10, "n_estimators": 20, "global_trees": 100, "warm_trees": 10}
 
 
 @benchmark(options=BenchOptions)

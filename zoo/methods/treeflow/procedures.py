@@ -3,16 +3,16 @@ sample, and measure (exact W1 to held-out rows, discriminator AUC, utility, fit 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import Field
 
-from registry.contract import Procedure, ProcedureParams
+from registry.contract import Procedure
 from registry.results import ProcedureOutput
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig
+from .params import TabularFlowGenerationParams
 
 
 @dataclass
@@ -50,21 +50,7 @@ class TabularFlowGeneration(Procedure):
 
     kind = "analysis"
 
-    class Params(ProcedureParams):
-        dataset: Literal["iris", "wine", "breast_cancer"] = "iris"
-        mode: Literal["per_level", "global", "warm_start"] = Field(
-            "per_level", description="per_level: ForestFlow (public code); global / warm_start: treeflow readings [inferred]")
-        n_t: int = Field(50, ge=2, le=1000, description="noise levels (ForestFlow: 50)")
-        duplicate_K: int = Field(100, ge=1, le=10_000, description="data duplications, each with fresh noise (ForestFlow: 100)")
-        eps: float = Field(1e-3, ge=0, lt=1)
-        n_estimators: int = Field(100, ge=1, le=5000, description="rounds per level (warm_start: of the first level)")
-        max_depth: int = Field(7, ge=1, le=16)
-        eta: float = Field(0.3, gt=0, le=1.0)
-        global_trees: int = Field(400, ge=1, le=100_000, description="global: rounds of the single booster")
-        warm_trees: int = Field(20, ge=1, le=5000, description="warm_start: new rounds per later level")
-        label_conditional: bool = True
-        split_seed: int = Field(0, ge=0, le=2**31 - 1)
-        use_cache: bool = Field(True, description="fetch/store the fitted boosters as run-time artefacts")
+    Params = TabularFlowGenerationParams
 
     def config(self, seed: int = 0) -> FlowConfig:
         p = self.params
