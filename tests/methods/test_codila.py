@@ -172,3 +172,22 @@ def test_bench_writes_only_into_out_dir(tmp_path, monkeypatch) -> None:
     assert [r["method"] for r in res["xor"] if "dynamic" in r["method"]] == ["CoDiLA dynamic B=4 tau=0.75"]
     assert len(res["trap"]) == 4 and all(r["samples"] == 8 for r in res["xor"] + res["trap"])
     assert "block-vs-token loss gap" in (out / "codila-bench.md").read_text()
+
+
+def test_static_schedule_rules_catch_a_largest_entropy_mutant(monkeypatch) -> None:
+    """Negative control of the invariant ``static-schedule-rules``: a planted mutant sampler whose static
+    selection takes the window block with the *largest* h(B) (window, B tokens per step and ceil(L/B) steps all
+    still right) fails it, both the one-case check and the invariant as the harness runs it; the real sampler
+    passes the same case."""
+    from zoo.methods.codila import invariants, sampler
+
+    invariants.check_static_schedule_rules(0, 2, 8, 3)
+
+    def largest_h(window, hs):  # planted: argmax instead of argmin (ties: the leftmost)
+        return window[hs.index(max(hs))]
+
+    monkeypatch.setattr(sampler, "_choose_static_block", largest_h)
+    with pytest.raises(AssertionError, match=r"not the window's minimum"):
+        invariants.check_static_schedule_rules(0, 2, 8, 3)
+    with pytest.raises(AssertionError, match=r"not the window's minimum"):
+        invariants.static_schedule_rules()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from registry.contract import invariant
@@ -255,21 +255,46 @@ def dynamic_tau0_is_confidence_decoding():
 @invariant("static-schedule-rules")
 @settings(deadline=None, max_examples=8)
 @given(seeds, st.integers(1, 4), st.integers(1, 11), st.integers(1, 3))
+@example(0, 2, 8, 3)  # a window of 3 blocks with distinct h(B): the argmax-h mutant is always caught
 def static_schedule_rules(seed, block, length, window):
     """Static schedule: every step decodes exactly B tokens (the last grid block may be shorter), a decoded
-    token never changes, the chosen block is one of the first ``window`` undecoded blocks and has the smallest
-    h(B) there, and there are exactly ceil(L / B) steps and DLM forwards. Negative control: a trace edited to
-    overwrite a decoded token is caught by the same check."""
+    token never changes, the window is the first ``window`` undecoded blocks, the h(B) the trace records for
+    each of its blocks is the one recomputed from a fresh DLM forward on the state before the step, the chosen
+    block's h is the window's minimum (ties: the leftmost such block, the sampler's strict ``<``), and there are
+    exactly ceil(L / B) steps and DLM forwards (:func:`check_static_schedule_rules`). Negative controls: a trace
+    edited to overwrite a decoded token is caught by the same check; a sampler whose selection picks the largest
+    h(B) fails it (tests/methods/test_codila.py)."""
+    check_static_schedule_rules(seed, block, length, window)
+
+
+def check_static_schedule_rules(seed: int, block: int, length: int, window: int, decode=codila_decode) -> None:
+    """The body of ``static-schedule-rules`` for one case; ``decode`` is the decoder under test (signature of
+    :func:`~zoo.methods.codila.sampler.codila_decode`). Raises AssertionError on a broken rule."""
     den, ar = _tiny(seed % 1000)
+    excluded = (0, 1, 2, 3, 8, 9)
     cfg = DecodeConfig(schedule="static", block_size=block, candidate_window_blocks=window, boundary=(8, 9),
-                       excluded=(0, 1, 2, 3, 8, 9), stop_at_eos=False)
+                       excluded=excluded, stop_at_eos=False)
     tr = DecodeTrace()
-    new, stats = codila_decode(den, ar, [1], length, cfg, None, torch.Generator().manual_seed(seed), trace=tr)
+    new, stats = decode(den, ar, [1], length, cfg, None, torch.Generator().manual_seed(seed), trace=tr)
     n_blocks = -(-length // block)
     assert stats["steps"] == stats["dlm_forwards"] == n_blocks and len(new) == length
-    for step, (pos, b, win) in enumerate(zip(tr.decoded, tr.chosen_block, tr.window)):
+    assert len(tr.window_h) == len(tr.window) == len(tr.chosen_block) == n_blocks
+    V = ar.get_input_embeddings().weight.shape[0]
+    before = [3] * length
+    for step, (pos, b, win, hs) in enumerate(zip(tr.decoded, tr.chosen_block, tr.window, tr.window_h)):
         assert pos == list(range(b * block, min((b + 1) * block, length)))
-        assert b in win and len(win) <= window
+        open_blocks = [c for c in range(n_blocks) if 3 in before[c * block: (c + 1) * block]]
+        assert win == open_blocks[:window] and b in win, (step, win, open_blocks, b)
+        with torch.no_grad():
+            logits = den(torch.tensor([[1] + before]))[0, 1:]
+        ref = [float(block_entropy(restrict_marginals(
+            logits[[p for p in range(c * block, min((c + 1) * block, length)) if before[p] == 3]], excluded, V))[-1])
+            for c in win]
+        assert len(hs) == len(win) and all(abs(h - r) < 1e-6 for h, r in zip(hs, ref)), (step, hs, ref)
+        first_min = win[hs.index(min(hs))]
+        assert b == first_min, (f"step {step}: chosen block {b} has h(B) = {hs[win.index(b)]:.6f}, not the window's "
+                                f"minimum {min(hs):.6f} (block {first_min}); window {win}, h {hs}")
+        before = tr.states[step]
     assert _never_changes(tr.states, 3)
     bad = [list(s) for s in tr.states]
     if len(bad) > 1:

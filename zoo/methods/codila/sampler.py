@@ -4,8 +4,9 @@ LM drafts per-position marginals, a small causal local AR decodes blocks of them
 Schedules (one DLM forward per step; decoded tokens are never changed again):
 
 * ``static`` (K = B tokens per step): among the first ``candidate_window_blocks`` not-yet-decoded blocks of the
-  fixed grid of ``B``-token blocks, take the block with the smallest block entropy ``h(B)``, soft-condition the
-  AR on its ``B`` marginals and decode its ``B`` tokens causally. ``ceil(L / B)`` steps.
+  fixed grid of ``B``-token blocks, take the block with the smallest block entropy ``h(B)`` (ties: the leftmost),
+  soft-condition the AR on its ``B`` marginals and decode its ``B`` tokens causally. ``ceil(L / B)`` steps. The
+  trace records every window block's ``h(B)`` (``DecodeTrace.window_h``) for the invariant.
 * ``dynamic`` (threshold ``tau``): anchor at the most confident masked position of the window (the entropy rule
   of Dream's confidence decoding, on the same proposal draw), take the run of up to ``B`` consecutive masked
   positions from there, and decode its longest prefix ``k`` with ``h(k) <= tau`` (``k > 1`` needs ``tau > 0``).
@@ -69,6 +70,7 @@ class DecodeTrace:
     decoded: list[list[int]] = field(default_factory=list)  # positions written per step
     chosen_block: list[int] = field(default_factory=list)  # static: chosen grid block per step
     window: list[list[int]] = field(default_factory=list)  # static: candidate grid blocks per step
+    window_h: list[list[float]] = field(default_factory=list)  # static: h(B) of each window block, same order
 
 
 def _proposals(logits: torch.Tensor, mask: int, cfg: DecodeConfig, g: torch.Generator | None):
@@ -85,6 +87,16 @@ def _proposals(logits: torch.Tensor, mask: int, cfg: DecodeConfig, g: torch.Gene
         probs = torch.softmax(lg, -1)
         chosen = probs.argmax(-1)
     return chosen, probs
+
+
+def _choose_static_block(window: list[int], hs: list[float]) -> int:
+    """The static schedule's choice: the window block with the smallest ``h(B)`` (``hs[i]`` is block
+    ``window[i]``'s); on a tie the first of them in window order, i.e. the leftmost (strict ``<``)."""
+    best, best_h = None, None
+    for b, h in zip(window, hs):
+        if best_h is None or h < best_h:
+            best, best_h = b, h
+    return best
 
 
 @torch.no_grad()
@@ -115,12 +127,11 @@ def codila_decode(denoiser: MaskedDenoiser, ar: Any, prompt_ids: list[int], gen_
         cand = [p for b in window for p in range(b * B, min((b + 1) * B, L)) if bool(masked[p])]
         written: list[int] = []
         if cfg.schedule == "static":
-            best, best_h = None, None
+            hs = []
             for b in window:
                 pos = [p for p in range(b * B, min((b + 1) * B, L)) if bool(masked[p])]
-                h = float(block_entropy(restrict_marginals(logits[pos], cfg.excluded, V_ar or None))[-1])
-                if best_h is None or h < best_h:
-                    best, best_h = b, h
+                hs.append(float(block_entropy(restrict_marginals(logits[pos], cfg.excluded, V_ar or None))[-1]))
+            best = _choose_static_block(window, hs)
             pos = [p for p in range(best * B, min((best + 1) * B, L)) if bool(masked[p])]
             cond = conditioning_probs(restrict_marginals(logits[pos], cfg.excluded, V_ar), cfg.conditioning, cfg.topk)
             toks, nf = decode_block(ar, cond, cfg.boundary, cfg.ar_temperature, generator, allowed)
@@ -130,6 +141,7 @@ def codila_decode(denoiser: MaskedDenoiser, ar: Any, prompt_ids: list[int], gen_
             if trace is not None:
                 trace.chosen_block.append(best)
                 trace.window.append(list(window))
+                trace.window_h.append(hs)
         elif cfg.schedule == "dynamic":
             chosen, probs = _proposals(logits[cand], mask, cfg, generator)
             conf = (probs * probs.clamp_min(1e-30).log()).sum(-1)  # -H: Dream's entropy rule
