@@ -35,7 +35,7 @@ samplers:
   apply:
     target: "zoo_ext_plugin:Apply"
     params_by_variant:
-      full: {scale: 2.0}
+      full: {role: model}
 default: apply
 default_by_variant: {full: apply}
 variants: [toy, full]
@@ -90,7 +90,7 @@ def load_warned(path: Path) -> tuple[object, list[str]]:
 def test_the_new_spellings_load_without_a_warning(tmp_path: Path) -> None:
     spec, warned = load_warned(write(tmp_path, "new.yaml", NEW))
     assert warned == []
-    assert spec.default_for("full") == "apply" and spec.samplers["apply"].params_by_variant == {"full": {"scale": 2.0}}
+    assert spec.default_for("full") == "apply" and spec.samplers["apply"].params_by_variant == {"full": {"role": "model"}}
     assert spec.models["model"].variants["full"].tiny_factory_config() == {"depth": 2, "width": 4}
 
 
@@ -119,7 +119,7 @@ def test_every_occurrence_warns_once(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("key", "both"), [
     ("variant_defaults", "variant_defaults: {full: apply}\ndefault_by_variant: {full: apply}\n"),
-    ("variant_params", "    variant_params: {full: {scale: 2.0}}\n    params_by_variant:\n"),
+    ("variant_params", "    variant_params: {full: {role: model}}\n    params_by_variant:\n"),
     ("tiny_config", "        tiny_config: {depth: 2}\n        tiny:\n          config: {depth: 2, width: 4}\n"),
 ])
 def test_the_old_and_the_new_spelling_in_one_mapping_is_one_located_line(tmp_path: Path, key: str, both: str) -> None:
@@ -134,7 +134,7 @@ def test_the_old_and_the_new_spelling_in_one_mapping_is_one_located_line(tmp_pat
 
 
 def test_a_validation_error_under_an_old_spelled_key_names_its_line(tmp_path: Path) -> None:
-    text = old_text("variant_params").replace("      full: {scale: 2.0}\n", "      nope: {scale: 2.0}\n")
+    text = old_text("variant_params").replace("      full: {role: model}\n", "      nope: {role: model}\n")
     path = write(tmp_path, "bad.yaml", text)
     with pytest.raises(SpecError) as exc, warnings.catch_warnings():
         warnings.simplefilter("ignore", ZooDeprecationWarning)
