@@ -8,7 +8,7 @@ from registry.contract import metric_check
 
 from .evaluate import evaluate, load_split
 from .flow import FlowConfig, XGBConfig
-from .params import DiscriminatorAUCParams, W1TestParams
+from .params import TreeMetricParams
 
 
 def _run(dataset: str, mode: str, n_t: int, K: int, n_estimators: int, max_depth: int, global_trees: int, warm_trees: int) -> dict[str, Any]:
@@ -17,14 +17,14 @@ def _run(dataset: str, mode: str, n_t: int, K: int, n_estimators: int, max_depth
     return evaluate(load_split(dataset), cfg, seed=0, use_cache=False)
 
 
-@metric_check(params=W1TestParams)
+@metric_check(params=TreeMetricParams)
 def w1_test(pipeline: Any, dataset: str, mode: str, n_t: int, K: int, n_estimators: int = 100, max_depth: int = 7,
             global_trees: int = 400, warm_trees: int = 20) -> float:
     """Exact W1 between generated rows and the held-out 30 % (training min-max scale, label one-hot)."""
     return _run(dataset, mode, n_t, K, n_estimators, max_depth, global_trees, warm_trees)["w1_test"]
 
 
-@metric_check(params=DiscriminatorAUCParams)
+@metric_check(params=TreeMetricParams)
 def discriminator_auc(pipeline: Any, dataset: str, mode: str, n_t: int, K: int, n_estimators: int = 100, max_depth: int = 7,
                       global_trees: int = 400, warm_trees: int = 20) -> float:
     """5-fold random-forest real-vs-fake ROC AUC on the held-out rows (0.5: indistinguishable)."""

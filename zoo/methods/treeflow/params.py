@@ -29,21 +29,9 @@ class TabularFlowGenerationParams(ProcedureParams):
 
 # ----------------------------------------------------------------------------- metric checks (metrics)
 
-class W1TestParams(FactoryParams):
-    """``check_params`` of :func:`~zoo.methods.treeflow.metrics.w1_test`."""
-
-    dataset: str
-    mode: str
-    n_t: int
-    K: int
-    n_estimators: int = 100
-    max_depth: int = 7
-    global_trees: int = 400
-    warm_trees: int = 20
-
-
-class DiscriminatorAUCParams(FactoryParams):
-    """``check_params`` of :func:`~zoo.methods.treeflow.metrics.discriminator_auc`."""
+class TreeMetricParams(FactoryParams):
+    """``check_params`` of :func:`~zoo.methods.treeflow.metrics.w1_test` and
+    :func:`~zoo.methods.treeflow.metrics.discriminator_auc` (one benchmark row: dataset, mode and its sizes)."""
 
     dataset: str
     mode: str
@@ -73,7 +61,7 @@ class BenchOptions(Options):
 
 TARGETS = {
     "TabularFlowGeneration": declare.procedure(TabularFlowGenerationParams),
-    "metrics:w1_test": declare.metric_check(W1TestParams),
-    "metrics:discriminator_auc": declare.metric_check(DiscriminatorAUCParams),
+    "metrics:w1_test": declare.metric_check(TreeMetricParams),
+    "metrics:discriminator_auc": declare.metric_check(TreeMetricParams),
     "benchmark:run": declare.benchmark(BenchOptions),
 }
