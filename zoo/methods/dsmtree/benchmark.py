@@ -129,6 +129,8 @@ def grid_plot(grid: dict[str, Any], path: Path) -> Path:
         ax.axhline(2.0, color="grey", ls="--", lw=0.8, label="paper: within 2 %")
         ax.axhline(0.0, color="black", lw=0.6)
         ax.set_xscale("log")
+        ax.set_xticks(grid["settings"]["steps"], [f"{k:g}" for k in grid["settings"]["steps"]])
+        ax.minorticks_off()
         ax.set_xlabel("Adam steps")
         ax.set_title(f"width {w}", fontsize=9)
         ax.grid(alpha=0.3)

@@ -10,7 +10,8 @@ from .procedures import TreeDistillation
 
 
 @metric_check(params=StudentAccuracyParams)
-def student_accuracy(pipeline: Any, mode: str, steps: int = 3000, n_train: int = 2000) -> float:
-    """Test accuracy (5,000 fresh points) of the student trained with ``mode``, seed 0."""
-    proc = TreeDistillation({}, TreeDistillation.Params(mode=mode, steps=steps, n_train=n_train, use_cache=False))
+def student_accuracy(pipeline: Any, mode: str, steps: int = 3000, n_train: int = 2000, width: int = 64) -> float:
+    """Test accuracy (5,000 fresh points) of the student trained with ``mode`` (``steps`` Adam steps, hidden
+    ``width``), seed 0."""
+    proc = TreeDistillation({}, TreeDistillation.Params(mode=mode, steps=steps, n_train=n_train, width=width, use_cache=False))
     return proc(seed=0).student_acc

@@ -44,6 +44,7 @@ class StudentAccuracyParams(FactoryParams):
     mode: str
     steps: int = 3000
     n_train: int = 2000
+    width: int = 64
 
 
 TARGETS = {
