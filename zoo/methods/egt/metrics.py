@@ -18,13 +18,14 @@ def _run(pipeline: Any, recipe: str) -> Any:
 def gaussian_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", group: int | None = None) -> float:
     """A number of a Gaussian recipe: ``stat`` in gap / worst / weighted / joint_kl / proportion_gap /
     matched_gap / kl (with ``group``) / w (exact dual weight, with ``group``) / q (final group-DRO
-    weight, with ``group``), of the fine-tuned model (``which=after``), the ERM start (``before``) or
-    the exact min–max solution (``exact``)."""
+    weight, with ``group``) / sampled_proportion_gap (measured on draws of the model's sampler), of the
+    fine-tuned model's last iterate (``which=after``), its tail-averaged iterate (``averaged``), the ERM
+    start (``before``) or the exact min–max solution (``exact``)."""
     out = _run(pipeline, recipe)
     if stat == "q":
         return float(out["weight_history"][-1][group])
-    src = {"after": out, "before": out["before"], "exact": out["exact_minmax"]}[which]
-    if stat in ("proportion_gap", "matched_gap") and which != "after":
+    src = {"after": out, "averaged": out["averaged"], "before": out["before"], "exact": out["exact_minmax"]}[which]
+    if stat in ("proportion_gap", "matched_gap", "sampled_proportion_gap") and which != "after":
         raise ValueError(f"{stat} is only reported for the fine-tuned model")
     v = src[stat]
     return float(v[group] if isinstance(v, list) else v)

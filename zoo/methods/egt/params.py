@@ -25,6 +25,7 @@ class GaussianFairnessParams(ProcedureParams):
     batch: int = Field(64, ge=1, le=100_000, description="sampled loss: draws per group per step")
     record_every: int = Field(10, ge=1, le=100_000)
     mc_samples: int = Field(20_000, ge=2, le=10_000_000, description="Monte-Carlo draws for TV and JS")
+    proportion_samples: int = Field(20_000, ge=1, le=10_000_000, description="draws from the model's joint sampler for the measured group frequencies")
 
 
 class GaussianFairnessCli(CliInputs):

@@ -12,7 +12,7 @@ from registry.contract import Procedure, private_copies
 from registry.results import ProcedureOutput
 
 from .divergences import CLOSED_FORM, DIVERGENCES, egt_gap, gaussian_divergence, gaussian_log_prob, mc_f_divergence, proportion_gap
-from .gaussian import GaussianGroups, GroupModel, exact_minmax, finetune, note_toy, summary, weighted_mle
+from .gaussian import GaussianGroups, GroupModel, exact_minmax, finetune, note_toy, sample_groups, summary, weighted_mle
 from .params import (
     DigitsFairnessCli, DigitsFairnessParams, GaussianFairnessCli, GaussianFairnessParams, MixtureDDPMFairnessCli, MixtureDDPMFairnessParams,
 )
@@ -31,6 +31,10 @@ class EGTOutput(ProcedureOutput):
       standard errors (0 for closed forms); ``gaps`` -- the δ-EGT gap under each kind;
     * ``props`` -- the model's group frequencies π; ``proportion_gap`` -- max_a |π_a − 1/K| (equal
       representation); ``matched_gap`` -- max_a |π_a − p_a| (matched representation);
+      ``sampled_props`` / ``sampled_proportion_gap`` -- the group frequencies measured on ``proportion_samples``
+      draws from the model's joint sampler (:func:`~.gaussian.sample_groups`, seeded) and max_a |π̂_a − 1/K|
+      (sampling s.e. √(π_a(1 − π_a)/n)): what a user of the sampler would see, not the parameter;
+      ``averaged`` -- the summary of the tail-averaged iterate (:func:`~.gaussian.finetune`);
     * ``before`` -- the same summary for the starting model θ₀ (ERM); ``exact_minmax`` -- the exact
       min–max solution (``kl``, ``gap``, ``worst``, ``weighted``, dual weights ``w``);
     * ``steps`` / ``kl_history`` / ``weight_history`` -- per-group KL and the group weights used
@@ -52,6 +56,9 @@ class EGTOutput(ProcedureOutput):
     props: list[float]
     proportion_gap: float
     matched_gap: float
+    sampled_props: list[float]
+    sampled_proportion_gap: float
+    averaged: dict[str, Any]
     before: dict[str, Any]
     exact_minmax: dict[str, Any]
     steps: list[int]
@@ -107,10 +114,14 @@ class GaussianFairness(Procedure):
         s = summary(toy, res.model)
         vals, ses = all_divergences(toy, res.model, p.mc_samples, seed)
         ex, w = exact_minmax(toy)
+        labels, _ = sample_groups(res.model, p.proportion_samples, torch.Generator().manual_seed(seed * 1000 + 999))
+        freq = torch.bincount(labels, minlength=toy.K).double() / p.proportion_samples
         return EGTOutput(
             algorithm=p.algorithm, groups=list(toy.names), kl=s["kl"], gap=s["gap"], worst=s["worst"], weighted=s["weighted"],
             joint_kl=s["joint_kl"], divergences=vals, divergence_se=ses, gaps={k: egt_gap(v) for k, v in vals.items()},
             props=s["props"], proportion_gap=proportion_gap(res.model.props), matched_gap=proportion_gap(res.model.props, toy.props),
+            sampled_props=[float(v) for v in freq], sampled_proportion_gap=proportion_gap(freq),
+            averaged=summary(toy, res.averaged if res.averaged is not None else res.model),
             before=summary(toy, erm), exact_minmax={**summary(toy, ex), "w": [float(v) for v in w]},
             steps=res.steps, kl_history=res.kl_history, weight_history=res.weight_history, worst_counts=res.worst_counts,
             cov=res.model.cov.tolist(), means=res.model.means.tolist(), config=p.model_dump())
