@@ -269,3 +269,32 @@ def test_bench_writes_table_png_and_json_into_out_dir(tmp_path, capsys: pytest.C
     assert [r["role"] for r in res["rows"]] == ["stage1", "reference", "model", "model", "shared"]
     assert set(res) >= {"interference", "dpo", "exact_2token", "grid"}
     assert (tmp_path / "unidflow-bench.png").stat().st_size > 5000
+
+
+def test_interference_arms_start_from_identical_stage1_tensors_with_their_own_generators(pipe) -> None:
+    """The three interference arms (:mod:`.interference`) hold the very stage-I tensors (fresh copies: training one
+    arm moves neither the others nor the source); the decoupled arm adds only Δg at zero and the router at α = 0.5;
+    each arm's generator is its own object, seeded from the training seed (equal draws across arms, new per seed)."""
+    from zoo.methods.unidflow import interference as IF
+
+    src = pipe.models["stage1"].state_dict()
+    before = {k: v.clone() for k, v in src.items()}
+    models = IF.start_models(src)
+    assert tuple(models) == IF.ARMS == ("decoupled", "joint_shared", "sequential_shared")
+    for arm, m in models.items():
+        sd = m.state_dict()
+        assert all(torch.equal(sd[k], v) for k, v in src.items()), arm
+        assert m.shared == (arm != "decoupled")
+    extra = {k: v for k, v in models["decoupled"].state_dict().items() if k not in src}
+    assert extra and all(k.startswith("router.") or k.endswith(".gen") for k in extra)
+    assert all(not v.any() for k, v in extra.items() if ".lora_B." in k or k.startswith("router.2"))
+    g0, g0b, g1 = IF.generator(0, "decoupled"), IF.generator(0, "joint_shared"), IF.generator(1, "decoupled")
+    assert g0 is not g0b and torch.equal(torch.rand(4, generator=g0), torch.rand(4, generator=g0b))
+    assert not torch.equal(torch.rand(4, generator=IF.generator(0, "x")), torch.rand(4, generator=g1))
+    IF.train_arm(models["joint_shared"], "joint_shared", 2, 0, 8, 5e-3, 0.05, seed=0)
+    moved = models["joint_shared"].state_dict()
+    assert any(not torch.equal(moved[k], src[k]) for k in src)  # the arm trained ...
+    assert all(torch.equal(models["sequential_shared"].state_dict()[k], v) for k, v in src.items())  # ... alone
+    assert all(torch.equal(src[k], v) for k, v in before.items())
+    with pytest.raises(ValueError, match="unknown arm"):
+        IF.train_arm(models["decoupled"], "shared", 1, 0, 8, 5e-3, 0.05, seed=0)

@@ -15,6 +15,7 @@ generation over ``--seeds`` (8), caption accuracy over ``--caption-seeds`` (4), 
 
     zoo bench unidflow [--out-dir docs/methods]   # the spec's numbers (16 samples per caption, 8 / 4 / 16 seeds)
     zoo bench unidflow --quick                    # 4 samples per caption, 2 seeds each
+    zoo bench unidflow --interference-seeds 0 1 2 # only the fair interference study (:mod:`.interference`)
 """
 from __future__ import annotations
 
@@ -136,6 +137,34 @@ def grid_panels(pipe, seed: int) -> list[dict]:
     return out
 
 
+def interference_run(ctx: Any, pipe: Any, opts: BenchOptions, seed: int) -> dict:
+    """``--interference-seeds``: only the fair interference study (:mod:`.interference`), its table and JSON."""
+    from .interference import ARMS, study
+    from .params import ToyOptions
+
+    t0 = time.time()
+    toy = ToyOptions()
+    res = study(pipe.models["stage1"], list(opts.interference_seeds), opts.interference_steps, opts.interference_router_steps,
+                toy.batch_size, toy.lr, toy.router_lr, opts.per_caption, opts.interference_eval_seeds, seed)
+    res["seconds"] = time.time() - t0
+    keys = ("caption_accuracy", "faithfulness", "edit_accuracy")
+    b = res["stage1"]
+    lines = [f"\nUniDFlow toy, interference study: stage II from the shipped stage-I state, {res['steps']} adapter steps per arm "
+             f"(+{res['router_steps']} router-only steps for decoupled), batch {res['batch']}, lr {res['lr']}; training seeds "
+             f"{res['seeds']}; draws: captions/generation mean over seeds {seed}..{seed + res['eval_seeds'] - 1} "
+             f"({res['per_caption']} samples per caption), editing greedy at seed {seed}; mean ± sd over training seeds",
+             "| arm | caption acc | faithful | edit acc |", "|---|---|---|---|",
+             f"| stage I (before) | {b['caption_accuracy']:.3f} | {b['faithfulness']:.3f} | {b['edit_accuracy']:.3f} |"]
+    for arm in ARMS:
+        r = res["summary"][arm]
+        lines.append(f"| {arm} | " + " | ".join(f"{r[k]['mean']:.3f} ± {r[k]['sd']:.3f}" for k in keys) + " |")
+    d = res["decoupled_minus_joint_shared"]
+    lines.append("| decoupled − joint shared (paired) | " + " | ".join(f"{d[k]['mean']:+.3f} ± {d[k]['sd']:.3f}" for k in keys) + " |")
+    ctx.report("\n".join(lines))
+    ctx.write_json("unidflow-interference.json", res)
+    return res
+
+
 @benchmark(options=BenchOptions)
 def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
     """UniDFlow's shapes-and-captions toy: the stages-and-ablations table, the interference test, the mRef-DPO
@@ -149,6 +178,8 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
     t0 = time.time()
     seed = ctx.seed
     pipe = ctx.pipeline("toy")
+    if opts.interference_seeds:
+        return interference_run(ctx, pipe, opts, seed)
     rows = []
     for label, role, alpha in ROWS:
         r = evaluate_row(pipe.models[role], opts.per_caption, seed, alpha, opts.seeds, opts.caption_seeds, opts.margin_seeds)
