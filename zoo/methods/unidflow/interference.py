@@ -1,4 +1,4 @@
-"""The fair interference baseline (issue #37, item 4): from the shipped ``stage1`` state, three stage-II arms at
+"""The fair interference baseline: from the shipped ``stage1`` state, three stage-II arms at
 an equal adapter-step budget, per training seed, each with its own ``torch.Generator`` seeded from that seed:
 
 * ``decoupled``: the method's stage II (:func:`.training.stage2`: Δg at α ≡ 0 on generation : editing = 2 : 1,
