@@ -93,7 +93,7 @@ class BenchOptions(Options):
     caption_seeds: int = Field(4, ge=1, le=256, description="base seeds averaged for caption accuracy (spec: 4)")
     margin_seeds: int = Field(16, ge=1, le=256, description="pair seeds averaged for the preference margin (spec: 16)")
     interference_seeds: list[int] = Field(default_factory=list, max_length=16, description=(
-        "run only the fair interference study (issue #37): for each training seed, decoupled vs joint-shared (1:2:1) vs "
+        "run only the fair interference study: for each training seed, decoupled vs joint-shared (1:2:1) vs "
         "sequential-shared stage II from the shipped stage-I state; writes unidflow-interference.json"))
     interference_steps: int = Field(300, ge=1, le=100_000, description="stage-II adapter steps per arm (equal for all arms)")
     interference_router_steps: int = Field(300, ge=0, le=100_000, description=(
