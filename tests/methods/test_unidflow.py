@@ -288,9 +288,9 @@ def test_interference_arms_start_from_identical_stage1_tensors_with_their_own_ge
     extra = {k: v for k, v in models["decoupled"].state_dict().items() if k not in src}
     assert extra and all(k.startswith("router.") or k.endswith(".gen") for k in extra)
     assert all(not v.any() for k, v in extra.items() if ".lora_B." in k or k.startswith("router.2"))
-    g0, g0b, g1 = IF.generator(0, "decoupled"), IF.generator(0, "joint_shared"), IF.generator(1, "decoupled")
+    g0, g0b, g1 = IF.generator(0), IF.generator(0), IF.generator(1)
     assert g0 is not g0b and torch.equal(torch.rand(4, generator=g0), torch.rand(4, generator=g0b))
-    assert not torch.equal(torch.rand(4, generator=IF.generator(0, "x")), torch.rand(4, generator=g1))
+    assert not torch.equal(torch.rand(4, generator=IF.generator(0)), torch.rand(4, generator=g1))
     IF.train_arm(models["joint_shared"], "joint_shared", 2, 0, 8, 5e-3, 0.05, seed=0)
     moved = models["joint_shared"].state_dict()
     assert any(not torch.equal(moved[k], src[k]) for k in src)  # the arm trained ...

@@ -121,7 +121,7 @@ class GaussianFairness(Procedure):
             joint_kl=s["joint_kl"], divergences=vals, divergence_se=ses, gaps={k: egt_gap(v) for k, v in vals.items()},
             props=s["props"], proportion_gap=proportion_gap(res.model.props), matched_gap=proportion_gap(res.model.props, toy.props),
             sampled_props=[float(v) for v in freq], sampled_proportion_gap=proportion_gap(freq),
-            averaged=summary(toy, res.averaged if res.averaged is not None else res.model),
+            averaged=summary(toy, res.averaged),
             before=summary(toy, erm), exact_minmax={**summary(toy, ex), "w": [float(v) for v in w]},
             steps=res.steps, kl_history=res.kl_history, weight_history=res.weight_history, worst_counts=res.worst_counts,
             cov=res.model.cov.tolist(), means=res.model.means.tolist(), config=p.model_dump())

@@ -14,7 +14,7 @@ The decoupled arm's start is byte-for-byte the shipped recipe's pre-stage-II sta
 """
 from __future__ import annotations
 
-import math
+import statistics
 from typing import Any
 
 import torch
@@ -39,8 +39,8 @@ def start_models(stage1_state: dict[str, torch.Tensor]) -> dict[str, Any]:
     return out
 
 
-def generator(seed: int, arm: str) -> torch.Generator:
-    """The arm's own generator: seeded from the training seed (the same seed for every arm: equal data draws)."""
+def generator(seed: int) -> torch.Generator:
+    """A new generator for one arm, seeded from the training seed only (every arm draws the same stream)."""
     return torch.Generator().manual_seed(1000 + seed)
 
 
@@ -48,7 +48,7 @@ def train_arm(model, arm: str, steps: int, router_steps: int, batch: int, lr: fl
     """Stage II of ``arm`` on ``model`` (in place) with its own generator; returns the final loss values."""
     from .training import calibrate_router, stage2, train_stage
 
-    g = generator(seed, arm)
+    g = generator(seed)
     if arm == "decoupled":
         hist = stage2(model, steps, batch, lr, g, quiet)
         calibrate_router(model, router_steps, batch, router_lr, g, quiet)
@@ -73,9 +73,9 @@ def evaluate(model, per_caption: int, eval_seeds: int, base: int) -> dict[str, f
 
 
 def mean_sd(xs: list[float]) -> dict[str, float]:
-    m = sum(xs) / len(xs)
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else math.nan
-    return {"mean": m, "sd": sd, "n": len(xs), "values": xs}
+    """Mean and sample sd (n − 1; NaN for one value) over training seeds, with the values."""
+    sd = statistics.stdev(xs) if len(xs) > 1 else float("nan")
+    return {"mean": statistics.fmean(xs), "sd": sd, "n": len(xs), "values": xs}
 
 
 def study(stage1_model, seeds: list[int], steps: int, router_steps: int, batch: int, lr: float, router_lr: float,
