@@ -32,7 +32,7 @@ PAPER = {"DPG-Bench (Table 2)": 91.19, "DPG-Bench (Table 4)": 91.91, "single-LoR
          "single-LoRA: GenEval": 0.90, "single-LoRA: Edit (1-5)": 4.08}
 ROWS = [("after stage I (Δu)", "stage1", None), ("after stage II (Δu + Δg) = DPO reference", "reference", None),
         ("after stage III mRef-DPO (final)", "model", None), ("final, router replaced by α ≡ 0.5", "model", 0.5),
-        ("shared single adapter, after stage II", "shared", None)]
+        ("sequential shared adapter (gen + edit only, after stage I): forgetting", "shared", None)]
 
 
 def evaluate_row(model, per_caption: int, seed: int, alpha, seeds: int = 8, caption_seeds: int = 4, margin_seeds: int = 16) -> dict:
@@ -203,7 +203,7 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
     text = [f"\nUniDFlow toy (shapes-and-captions; {opts.per_caption} samples per caption; {seeds}; one CPU thread, torch {torch.__version__})",
             table(rows),
             f"\ninterference (caption accuracy, points, learned routers): decoupled Δu/Δg stage I -> final {it['decoupled_drop_points']:+.1f} drop; "
-            f"shared single adapter stage I -> stage II {it['shared_drop_points']:+.1f} drop",
+            f"sequential shared adapter (forgetting, not interference) stage I -> stage II {it['shared_drop_points']:+.1f} drop",
             f"mRef-DPO (stage II -> III): faithfulness {d['faithfulness_gain']:+.3f}, preference margin {d['margin_gain']:+.2f} nats, "
             f"diversity cost {d['diversity_cost']:+.2f} distinct faithful images per caption",
             f"exact 2-token DPO (V = 4, β = 0.5): TV(optimum, p_ref·exp(r/β)) = {x['tv_exact']:.1e} with exact log-likelihoods, "
