@@ -16,6 +16,7 @@ from pydantic import Field
 from registry.contract import benchmark
 from zoo.methods.dsmtree.params import BenchOptions
 from zoo.common.out_files import pyplot, save_figure
+from zoo.common.spread import spread
 
 from .distill import fit_teacher, student_predict, teacher_prob, train_student, xor_task
 
@@ -77,10 +78,8 @@ def measure_grid(steps_grid: list[int], widths: list[int], n_train: int, seeds: 
 
 def _mean_sd(v: list[float]) -> tuple[float, float | None]:
     """Mean and sample standard deviation (ddof 1; None for one value)."""
-    import numpy as np
-
-    a = np.asarray(v, dtype=float)
-    return float(a.mean()), (float(a.std(ddof=1)) if len(a) > 1 else None)
+    s = spread(v)
+    return s.mean, s.sd
 
 
 def aggregate(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:

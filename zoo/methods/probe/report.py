@@ -2,9 +2,10 @@
 the boundary buffer (one row per snapshot along the LoRA trajectory, with the frozen detector's P(fake))."""
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from zoo.common.spread import spread
 
 from .core import GENERATORS, SEEN, UNSEEN
 
@@ -23,7 +24,7 @@ def format_run(out: Mapping[str, Any]) -> str:
 
 
 def mean_sd(xs: Sequence[float]) -> str:
-    return f"{statistics.fmean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
+    return spread(xs).text(3)
 
 
 ARM_LABELS = {"probe": "PROBE (buffer, λ = 10)", "probe-no-buffer": "no buffer (same stage 2 on original fakes)",

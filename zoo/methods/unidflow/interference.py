@@ -14,10 +14,11 @@ The decoupled arm's start is byte-for-byte the shipped recipe's pre-stage-II sta
 """
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import torch
+
+from zoo.common.spread import spread
 
 __all__ = ["ARMS", "start_models", "generator", "train_arm", "study"]
 
@@ -73,9 +74,8 @@ def evaluate(model, per_caption: int, eval_seeds: int, base: int) -> dict[str, f
 
 
 def mean_sd(xs: list[float]) -> dict[str, float]:
-    """Mean and sample sd (n − 1; NaN for one value) over training seeds, with the values."""
-    sd = statistics.stdev(xs) if len(xs) > 1 else float("nan")
-    return {"mean": statistics.fmean(xs), "sd": sd, "n": len(xs), "values": xs}
+    """Mean and sample sd (n − 1; None for one value) over training seeds, with the values."""
+    return spread(xs).as_dict()
 
 
 def study(stage1_model, seeds: list[int], steps: int, router_steps: int, batch: int, lr: float, router_lr: float,
