@@ -157,13 +157,16 @@ def test_bench_writes_only_into_out_dir(tmp_path, monkeypatch) -> None:
     cwd, out = tmp_path / "cwd", tmp_path / "out"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    assert main(["bench", "codila", "--quick", "--samples", "8", "--taus", "0.75", "--out-dir", str(out)]) == 0
+    assert main(["bench", "codila", "--quick", "--samples", "8", "--taus", "0.75", "--stretch-taus", "0.75",
+                 "--out-dir", str(out)]) == 0
     assert list(cwd.iterdir()) == []
-    assert sorted(p.name for p in out.iterdir()) == ["codila-bench.json", "codila-bench.md", "codila-bench.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["codila-bench.json", "codila-bench.md", "codila-bench.png",
+                                                     "codila-stretch.png"]
     import json
 
     doc = json.loads((out / "codila-bench.json").read_text())
-    assert doc["quick"] is True and doc["options"] == {"samples": 8, "taus": [0.75]}
+    assert doc["quick"] is True and doc["options"] == {"samples": 8, "taus": [0.75], "stretch_seeds": [0],
+                                                       "stretch_taus": [0.75]}
     res = doc["result"]
     rows = {r["method"]: r for r in res["xor"]}
     assert rows["DLM sequential (1 tok/fwd)"]["tokens_per_dlm_forward"] == 1.0
@@ -172,6 +175,13 @@ def test_bench_writes_only_into_out_dir(tmp_path, monkeypatch) -> None:
     assert [r["method"] for r in res["xor"] if "dynamic" in r["method"]] == ["CoDiLA dynamic B=4 tau=0.75"]
     assert len(res["trap"]) == 4 and all(r["samples"] == 8 for r in res["xor"] + res["trap"])
     assert "block-vs-token loss gap" in (out / "codila-bench.md").read_text()
+    st = res["stretch"]
+    assert st["seeds"] == [0] and st["verdict"] in ("reproduced", "not reproduced")
+    srows = {r["method"]: r for r in st["per_seed"][0]["rows"]}
+    assert srows["DLM sequential (1 tok/fwd)"]["tokens_per_dlm_forward"] == 1.0
+    assert srows["CoDiLA static B=2 (paper)"]["tokens_per_dlm_forward"] == 2.0
+    assert srows["CoDiLA static B=4"]["tokens_per_dlm_forward"] == 4.0
+    assert st["ceilings"]["exact_fewest_most_forwards"]["0.75"] == [3, 8]
 
 
 def test_static_schedule_rules_catch_a_largest_entropy_mutant(monkeypatch) -> None:
