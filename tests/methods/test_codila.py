@@ -157,13 +157,16 @@ def test_bench_writes_only_into_out_dir(tmp_path, monkeypatch) -> None:
     cwd, out = tmp_path / "cwd", tmp_path / "out"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    assert main(["bench", "codila", "--quick", "--samples", "8", "--taus", "0.75", "--out-dir", str(out)]) == 0
+    assert main(["bench", "codila", "--quick", "--samples", "8", "--taus", "0.75", "--stretch-taus", "0.75",
+                 "--out-dir", str(out)]) == 0
     assert list(cwd.iterdir()) == []
-    assert sorted(p.name for p in out.iterdir()) == ["codila-bench.json", "codila-bench.md", "codila-bench.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["codila-bench.json", "codila-bench.md", "codila-bench.png",
+                                                     "codila-stretch.png"]
     import json
 
     doc = json.loads((out / "codila-bench.json").read_text())
-    assert doc["quick"] is True and doc["options"] == {"samples": 8, "taus": [0.75]}
+    assert doc["quick"] is True and doc["options"] == {"samples": 8, "taus": [0.75], "stretch_seeds": [0],
+                                                       "stretch_taus": [0.75]}
     res = doc["result"]
     rows = {r["method"]: r for r in res["xor"]}
     assert rows["DLM sequential (1 tok/fwd)"]["tokens_per_dlm_forward"] == 1.0
@@ -172,6 +175,13 @@ def test_bench_writes_only_into_out_dir(tmp_path, monkeypatch) -> None:
     assert [r["method"] for r in res["xor"] if "dynamic" in r["method"]] == ["CoDiLA dynamic B=4 tau=0.75"]
     assert len(res["trap"]) == 4 and all(r["samples"] == 8 for r in res["xor"] + res["trap"])
     assert "block-vs-token loss gap" in (out / "codila-bench.md").read_text()
+    st = res["stretch"]
+    assert st["seeds"] == [0] and st["verdict"] in ("reproduced", "not reproduced")
+    srows = {r["method"]: r for r in st["per_seed"][0]["rows"]}
+    assert srows["DLM sequential (1 tok/fwd)"]["tokens_per_dlm_forward"] == 1.0
+    assert srows["CoDiLA static B=2 (paper)"]["tokens_per_dlm_forward"] == 2.0
+    assert srows["CoDiLA static B=4"]["tokens_per_dlm_forward"] == 4.0
+    assert st["ceilings"]["exact_fewest_most_forwards"]["0.75"] == [3, 8]
 
 
 def test_static_schedule_rules_catch_a_largest_entropy_mutant(monkeypatch) -> None:
@@ -189,3 +199,47 @@ def test_static_schedule_rules_catch_a_largest_entropy_mutant(monkeypatch) -> No
     monkeypatch.setattr(sampler, "_choose_static_block", largest_h)
     with pytest.raises(AssertionError, match=r"not the window's minimum"):
         invariants.check_static_schedule_rules(0, 2, 8, 3)
+
+
+def test_stretch_law_is_four_sequences_and_its_samples_are_valid() -> None:
+    """The stretch law sums to 1 over 4 sequences, word 1 an XOR word and words 2-4 fixed by it; exact-law draws are
+    valid word for word, and one changed word (still an XOR word) makes the sequence and that word invalid."""
+    from zoo.methods.codila.tasks import XOR_WORDS, stretch_sequence
+
+    task = Task("stretch")
+    assert task.length == 8 and abs(float(task.law.probs.sum()) - 1.0) < 1e-12
+    assert sorted(task.law.support) == sorted(stretch_sequence(i) for i in range(4))
+    assert {s[:2] for s in task.law.support} == set(XOR_WORDS)
+    draws = task.sample(256, torch.Generator().manual_seed(0))
+    assert len(set(draws)) == 4 and all(task.valid(s) and all(task.word_validity(s)) for s in draws)
+    bad = stretch_sequence(0)[:4] + stretch_sequence(1)[4:6] + stretch_sequence(0)[6:]
+    assert not task.valid(bad) and task.word_validity(bad) == [True, True, False, True]
+    assert task.word_validity("ac" + stretch_sequence(0)[2:]) == [False] * 4
+
+
+def test_stretch_entropy_profile_and_dynamic_ceiling() -> None:
+    """Exact entropies: log 4 everywhere fully masked, 0 everywhere once one letter is decoded. The dynamic rule
+    under exact marginals (B = 4): tau = 0 is 8 forwards; 0 < tau < log 4 needs 3 to 8 (ceiling 8/3), leftmost ties
+    3, uniform ties E = 4.776 (the law below, derived independently by enumerating anchor choices); a first step
+    of 4 letters only from tau >= log 4; B = 1 is one letter per forward whatever tau."""
+    import math
+    from fractions import Fraction
+
+    from zoo.methods.codila.tasks import dynamic_schedule_extremes, dynamic_schedule_forwards, exact_entropies
+
+    task = Task("stretch")
+    assert all(abs(h - math.log(4)) < 1e-12 for h in exact_entropies(task, {}).values())
+    assert all(abs(h) < 1e-12 for h in exact_entropies(task, {5: "a"}).values())
+    assert dynamic_schedule_forwards(task, 4, 0.0) == {8: pytest.approx(1.0)}
+    assert dynamic_schedule_extremes(task, 4, 0.0) == (8, 8)
+    for tau in (0.1, 0.75, 1.3):
+        assert dynamic_schedule_extremes(task, 4, tau) == (3, 8)
+        assert dynamic_schedule_forwards(task, 4, tau, "leftmost") == {3: pytest.approx(1.0)}
+    law = dynamic_schedule_forwards(task, 4, 0.75)
+    ref = {3: Fraction(3, 56), 4: Fraction(209, 630), 5: Fraction(123, 280), 6: Fraction(5, 36), 7: Fraction(1, 30),
+           8: Fraction(1, 315)}
+    assert law.keys() == ref.keys() and all(abs(law[f] - float(p)) < 1e-12 for f, p in ref.items())
+    e_f = sum(f * p for f, p in law.items())
+    assert e_f == pytest.approx(4.77619, abs=1e-5) and 8 / e_f < 2.0
+    assert dynamic_schedule_extremes(task, 4, 1.4)[0] == 2
+    assert dynamic_schedule_extremes(task, 1, 0.75) == (8, 8)

@@ -57,14 +57,14 @@ class ToyDLMConfig(sized(MaskedLMSize, DLM_CONFIG)):
     """``config`` of :func:`build_dlm`: the size fields of :class:`~zoo.common.toy_lm.MaskedLMSize` (its bounds)
     with this toy's defaults, and the task."""
 
-    task: Literal["xor", "trap"] = "xor"
+    task: Literal["xor", "trap", "stretch"] = "xor"
 
 
 class ToyARConfig(sized(Qwen2Size, AR_CONFIG)):
     """``config`` of :func:`build_local_ar`: the size fields of :class:`~zoo.common.toy_lm.Qwen2Size` with this
     toy's defaults, and the task."""
 
-    task: Literal["xor", "trap"] = "xor"
+    task: Literal["xor", "trap", "stretch"] = "xor"
 
 
 # ----------------------------------------------------------------------------- metric checks (metrics)
@@ -106,7 +106,8 @@ class BlockTokenLossGapParams(FactoryParams):
 class ToyTrainOptions(Options):
     """The shipped toy checkpoints' recipe."""
 
-    task: Literal["xor", "trap"] = Field("xor", description="toy task (zoo.methods.codila.tasks)")
+    task: Literal["xor", "trap", "stretch"] = Field("xor", description="toy task (zoo.methods.codila.tasks)")
+    top1: bool = Field(True, description="also train the top-1-conditioned AR (the Theorem 3.3 ablation)")
     dlm_steps: int = Field(600, ge=1, le=100_000, description="DLM training steps")
     ar_steps: int = Field(500, ge=1, le=100_000, description="local-AR training steps (each of the two ARs)")
     batch_size: int = Field(128, ge=1, le=4096, description="DLM batch size")
@@ -119,7 +120,12 @@ class BenchOptions(Options):
     samples: int = Field(512, ge=1, le=65_536, description="unconditional samples per row (one generator, seeded)")
     taus: list[Annotated[float, Field(ge=0, le=100)]] = Field([0.5, 0.75, 1.0, 1.4], min_length=1, max_length=16,
                                                             description="dynamic-schedule entropy thresholds (nats)")
-    quick: ClassVar[dict[str, Any]] = {"samples": 64, "taus": [0.5, 0.75, 1.0]}
+    stretch_seeds: list[Annotated[int, Field(ge=0, le=10_000)]] = Field(
+        [0, 1, 2], max_length=8, description="toy-stretch training seeds (0 = the shipped checkpoints, others trained "
+        "with the shipped recipe and cached); [] skips the stretch study")
+    stretch_taus: list[Annotated[float, Field(ge=0, le=100)]] = Field(
+        [0.1, 0.5, 0.75, 1.0, 1.5], min_length=1, max_length=16, description="toy-stretch: dynamic-schedule thresholds (nats)")
+    quick: ClassVar[dict[str, Any]] = {"samples": 64, "taus": [0.5, 0.75, 1.0], "stretch_seeds": [0], "stretch_taus": [0.5, 1.5]}
 
 
 # ----------------------------------------------------------------------------- what codila registers
