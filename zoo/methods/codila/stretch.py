@@ -14,10 +14,11 @@ the checkout. Every seed is evaluated on the same fresh unconditional draws (sam
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+from zoo.common.spread import spread
 
 VARIANT = "toy-stretch"
 ENTRY = "toy-stretch"  # the spec's training entry of the variant
@@ -80,7 +81,8 @@ def _procedures(ctx: Any, models: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mean_sd(xs: list[float]) -> dict[str, float]:
-    return {"mean": statistics.fmean(xs), "sd": statistics.stdev(xs) if len(xs) > 1 else 0.0, "min": min(xs), "max": max(xs)}
+    s = spread(xs)
+    return {"mean": s.mean, "sd": 0.0 if s.sd is None else s.sd, "min": min(xs), "max": max(xs)}
 
 
 def study(ctx: Any, seeds: list[int], taus: list[float], samples: int, seed: int) -> dict[str, Any]:
