@@ -327,6 +327,66 @@ def test_digits_recipe_trains_a_private_copy_and_is_deterministic(dit) -> None:
     assert all(torch.equal(v, pipe.models["dit"].state_dict()[k]) for k, v in cached.items())
 
 
+def test_digits_cosine_schedule_decays_the_adam_step_to_zero_and_constant_keeps_it(dit) -> None:
+    """The learning rate Adam used at each step (read from the optimizer): cosine follows lr·½(1 + cos(πk/steps))
+    from the peak down to ~0 at the last step (a scheduler stepped before the optimizer, or over steps − 1, fails);
+    constant stays at lr; an unknown schedule is a one-line error naming it (function and recipe)."""
+    from registry.errors import ParamError
+    from zoo.methods.egt.digits import finetune_digits
+
+    steps, lr = 40, 1e-3
+    cos = finetune_digits(copy.deepcopy(dit), "erm", steps=steps, lr=lr, batch_per_group=1, seed=3, schedule="cosine")
+    assert cos.lrs == pytest.approx([lr * 0.5 * (1 + math.cos(math.pi * k / steps)) for k in range(steps)], rel=1e-9, abs=1e-15)
+    assert cos.lrs[0] == lr and cos.lrs[-1] < 2e-3 * lr and all(a > b for a, b in zip(cos.lrs, cos.lrs[1:]))
+    const = finetune_digits(copy.deepcopy(dit), "erm", steps=5, lr=lr, batch_per_group=1, seed=3, schedule="constant")
+    assert const.lrs == [lr] * 5
+    with pytest.raises(ValueError, match="schedule 'linear'") as e:
+        finetune_digits(copy.deepcopy(dit), "erm", steps=1, schedule="linear")
+    assert "\n" not in str(e.value)
+    with pytest.raises(ParamError, match="schedule") as pe:
+        zoo.load("egt", sampler="digits-erm")(seed=0, schedule="linear", steps=1)
+    assert "\n" not in str(pe.value).strip()
+
+
+def test_digits_rows_backprop_counts_the_rows_in_the_objective(dit) -> None:
+    """erm and group-dro back-propagate all 10 × batch_per_group rows; min–max only the worst digit's rows of each
+    timestep bin (with bins = 1 exactly batch_per_group rows, the worst digit's whole share)."""
+    from zoo.methods.egt.digits import finetune_digits
+
+    assert finetune_digits(copy.deepcopy(dit), "erm", steps=2, batch_per_group=4, seed=1).rows_backprop == 40
+    assert finetune_digits(copy.deepcopy(dit), "group-dro", steps=2, batch_per_group=4, seed=1).rows_backprop == 40
+    assert finetune_digits(copy.deepcopy(dit), "minmax", steps=2, batch_per_group=4, bins=1, seed=1).rows_backprop == 4
+    mm = finetune_digits(copy.deepcopy(dit), "minmax", steps=4, batch_per_group=30, bins=4, seed=1).rows_backprop
+    assert 0 < mm < 300 / 2
+
+
+def _fake_digits_run(seed: int, before: list[float], after: list[float]) -> dict:
+    return {"seed": seed, "rows_backprop": 120.0, "before": {"loss": before}, "after": {"loss": after},
+            "mean_loss": {"before": sum(before) / len(before), "after": sum(after) / len(after)},
+            "worst_loss": {"before": max(before), "after": max(after)}, "loss_gap": {"before": max(before) - min(before), "after": max(after) - min(after)},
+            "worst_recall": {"before": 0.9, "after": 0.9}, "recall_gap": {"before": 0.1, "after": 0.1}}
+
+
+def test_digits_paired_summary_pairs_by_seed_and_applies_the_preregistered_rule() -> None:
+    """arm − erm differences of the after values per seed, mean ± sd (n − 1); own after − before and the digits that
+    got worse; "worst digit better" only when mean + sd < 0; runs on different seeds are refused."""
+    from zoo.methods.egt.benchmark import _paired
+
+    before = [0.08, 0.09]
+    erm = [_fake_digits_run(s, before, [0.08, w]) for s, w in ((1, 0.090), (2, 0.091), (3, 0.089))]
+    better = [_fake_digits_run(s, before, [0.081, w]) for s, w in ((1, 0.087), (2, 0.089), (3, 0.086))]  # diffs −3e-3, −2e-3, −3e-3
+    noisy = [_fake_digits_run(s, before, [0.08, w]) for s, w in ((1, 0.086), (2, 0.093), (3, 0.089))]  # diffs −4e-3, +2e-3, 0
+    out = _paired({"erm": erm, "minmax": better, "group-dro": noisy})
+    d = out["minmax"]["vs_erm"]["worst_loss"]
+    assert d["values"] == pytest.approx([-3e-3, -2e-3, -3e-3]) and d["mean"] == pytest.approx(-8e-3 / 3)
+    assert d["sd"] == pytest.approx(math.sqrt(((1e-3 / 3) ** 2 * 2 + (2e-3 / 3) ** 2) / 2))
+    assert out["minmax"]["worst_digit_better_than_erm"] and not out["group-dro"]["worst_digit_better_than_erm"]
+    assert out["minmax"]["own"]["digits_worse"] == [1, 1, 1] and out["erm"]["own"]["digits_worse"] == [0, 1, 0]
+    assert out["erm"]["own"]["worst_loss"]["values"] == pytest.approx([0.0, 1e-3, -1e-3]) and "vs_erm" not in out["erm"]
+    with pytest.raises(ValueError, match="different seeds"):
+        _paired({"erm": erm, "minmax": better[::-1]})
+
+
 # ----------------------------------------------------------------------------- the mixture DDPM (note §6b)
 def test_excess_loss_is_zero_for_the_analytic_denoiser_and_positive_otherwise() -> None:
     """With ε_θ replaced by the exact mixture ε*, the per-sample excess is 0 (float32 rounding) and the

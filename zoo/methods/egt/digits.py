@@ -23,6 +23,7 @@ Fine-tuning objectives (Adam on a private copy of the DiT; the cached model is n
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +33,12 @@ from zoo.common.digits import NULL_CLASS, NUM_CLASSES, digits_classifier, digits
 
 from .gaussian import eg_update
 
-__all__ = ["T_TRAIN", "alphas_cumprod", "heldout_loss", "sample_recall", "DigitsRun", "finetune_digits", "DIGITS_ALGORITHMS"]
+__all__ = ["T_TRAIN", "alphas_cumprod", "heldout_loss", "sample_recall", "DigitsRun", "finetune_digits", "DIGITS_ALGORITHMS",
+           "DIGITS_SCHEDULES"]
 
 T_TRAIN = 1000
 DIGITS_ALGORITHMS = ("erm", "minmax", "group-dro")
+DIGITS_SCHEDULES = ("constant", "cosine")
 
 
 def alphas_cumprod() -> torch.Tensor:
@@ -77,35 +80,50 @@ def sample_recall(model: Any, per_class: int = 30, num_inference_steps: int = 20
 @dataclass
 class DigitsRun:
     """Training trace of :func:`finetune_digits`: the per-group EMA of the training loss (mean over
-    timestep bins) every ``record_every`` steps, and how often each group was back-propagated."""
+    timestep bins) every ``record_every`` steps, how often each group was back-propagated, the Adam
+    learning rate each step used (``lrs``, read from the optimizer), and the mean number of rows per step
+    whose loss enters the back-propagated objective (``rows_backprop``: erm and group-dro the whole
+    batch, min–max the worst digit's rows of each timestep bin)."""
 
     steps: list[int] = field(default_factory=list)
     train_loss: list[list[float | None]] = field(default_factory=list)
     worst_counts: list[int] = field(default_factory=lambda: [0] * NUM_CLASSES)
     weights: list[float] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)
+    rows_backprop: float = 0.0
 
 
 def finetune_digits(model: Any, algorithm: str = "minmax", steps: int = 300, lr: float = 2e-4, batch_per_group: int = 12,
                     ema_decay: float = 0.9, bins: int = 4, eta_q: float = 0.01, label_dropout: float = 0.1, seed: int = 0,
-                    record_every: int = 10, progress: bool = False) -> DigitsRun:
+                    record_every: int = 10, progress: bool = False, schedule: str = "constant") -> DigitsRun:
     """Fine-tune ``model`` **in place** (pass a private copy) with ``algorithm`` (module docstring).
 
     Every draw comes from one generator seeded with ``seed``, in this order per step: row indices,
     timesteps t, noise ε, the label-dropout mask. The model stays in ``eval()`` mode: diffusers' DiT
     drops class labels in ``train()`` mode with the *global* RNG (its classifier-free-guidance
     training, probability 0.1), which would make runs irreproducible; the same dropout is applied here
-    explicitly (``label_dropout``, rows keep their group for the per-group losses)."""
+    explicitly (``label_dropout``, rows keep their group for the per-group losses).
+
+    ``schedule``: ``constant`` (every Adam step at ``lr``) or ``cosine``: step k = 0 … steps − 1 uses
+    lr · ½(1 + cos(π k / steps)) (Loshchilov & Hutter, SGDR, https://arxiv.org/abs/1608.03983 eq. 5, one
+    cycle, η_min = 0; ``torch.optim.lr_scheduler.LambdaLR``): the step decays to 0, so a fine-tuning
+    that starts at a converged model settles back instead of ending an lr-sized kick away from it."""
     if algorithm not in DIGITS_ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; have {', '.join(DIGITS_ALGORITHMS)}")
+    if schedule not in DIGITS_SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; have {', '.join(DIGITS_SCHEDULES)}")
     s = digits_split()
     ab = alphas_cumprod()
     K = NUM_CLASSES
     by_class = [torch.nonzero(s.y_train == c).reshape(-1) for c in range(K)]
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = (torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 0.5 * (1.0 + math.cos(math.pi * k / steps)))
+             if schedule == "cosine" else None)
     ema = torch.full((K, bins), float("nan"))
     q = torch.full((K,), 1.0 / K, dtype=torch.float64)
     run = DigitsRun()
+    n_rows = 0
     model.eval()
     it = range(steps)
     if progress:
@@ -135,10 +153,12 @@ def finetune_digits(model: Any, algorithm: str = "minmax", steps: int = 300, lr:
             ema[upd] = ema_decay * ema[upd] + (1 - ema_decay) * mean[upd]
         if algorithm == "erm":
             objective = per.mean()
+            n_rows += per.numel()
         elif algorithm == "group-dro":
             group_loss = torch.stack([per[y == c].mean() for c in range(K)])
             q = eg_update(q, group_loss, eta_q)
             objective = (q.float() * group_loss).sum()
+            n_rows += per.numel()
         else:
             terms = []
             for j in range(bins):
@@ -149,14 +169,19 @@ def finetune_digits(model: Any, algorithm: str = "minmax", steps: int = 300, lr:
                 mask = (y == worst) & (b == j)
                 if bool(mask.any()):
                     terms.append(per[mask].mean())
+                    n_rows += int(mask.sum())
                     run.worst_counts[worst] += 1
             objective = torch.stack(terms).mean()
         opt.zero_grad()
         objective.backward()
+        run.lrs.append(float(opt.param_groups[0]["lr"]))
         opt.step()
+        if sched is not None:
+            sched.step()
         if (step + 1) % record_every == 0 or step + 1 == steps:
             run.steps.append(step + 1)
             rows = torch.nanmean(ema, 1)
             run.train_loss.append([None if bool(v.isnan()) else float(v) for v in rows])  # None: group not seen yet
     run.weights = [float(v) for v in q]
+    run.rows_backprop = n_rows / max(steps, 1)
     return run

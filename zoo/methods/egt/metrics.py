@@ -1,17 +1,17 @@
 """Metric checks for ``specs/egt.yaml``: ``fn(pipeline, **check_params) -> float``. Each re-runs one
-recipe of the spec with its own parameters and seed 0 (memoised per pipeline), exactly what
-``zoo bench egt`` reports."""
+recipe of the spec with its own parameters and seed 0 (digits: the ``seed`` of the check; memoised per
+pipeline), exactly what ``zoo bench egt`` reports."""
 from __future__ import annotations
 
 from typing import Any
 
 from registry.contract import metric_check
 
-from .params import GaussianStatParams, RecipeStatParams
+from .params import DigitsStatParams, GaussianStatParams, RecipeStatParams
 
 
-def _run(pipeline: Any, recipe: str) -> Any:
-    return pipeline.memo(("egt", recipe), lambda: pipeline.procedures[recipe](seed=0))
+def _run(pipeline: Any, recipe: str, seed: int = 0) -> Any:
+    return pipeline.memo(("egt", recipe, seed), lambda: pipeline.procedures[recipe](seed=seed))
 
 
 @metric_check(params=GaussianStatParams)
@@ -31,10 +31,12 @@ def gaussian_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", g
     return float(v[group] if isinstance(v, list) else v)
 
 
-@metric_check(params=RecipeStatParams)
-def digits_stat(pipeline: Any, recipe: str, stat: str, which: str = "after") -> float:
-    """``loss_gap`` / ``recall_gap`` / ``worst_loss`` / ``worst_recall`` of a digits recipe, before or after."""
-    return float(_run(pipeline, recipe)[stat][which])
+@metric_check(params=DigitsStatParams)
+def digits_stat(pipeline: Any, recipe: str, stat: str, which: str = "after", seed: int = 0) -> float:
+    """``loss_gap`` / ``recall_gap`` / ``worst_loss`` / ``worst_recall`` / ``mean_loss`` of a digits recipe run
+    with ``seed``, before or after; ``which=change``: after − before (the arm's own health)."""
+    v = _run(pipeline, recipe, seed)[stat]
+    return float(v["after"] - v["before"]) if which == "change" else float(v[which])
 
 
 @metric_check(params=RecipeStatParams)

@@ -35,13 +35,16 @@ class GaussianFairnessCli(CliInputs):
 class DigitsFairnessParams(ProcedureParams):
     algorithm: Literal["erm", "minmax", "group-dro"] = "minmax"
     steps: int = Field(300, ge=0, le=100_000)
-    lr: float = Field(2e-4, gt=0, le=1.0, description="Adam learning rate")
-    batch_per_group: int = Field(12, ge=1, le=1024, description="minibatch rows per group (erm: the same total, uniform)")
+    lr: float = Field(2e-4, gt=0, le=1.0, description="Adam learning rate (the peak one with schedule=cosine)")
+    schedule: Literal["constant", "cosine"] = Field(
+        "cosine", description="Adam step: constant lr, or cosine decay from lr to 0 over the steps (SGDR eq. 5, one cycle)")
+    batch_per_group: int = Field(12, ge=1, le=1024, description="minibatch rows per group (erm: the same total, uniform); min–max "
+                                                                "back-propagates only the worst digit's rows of each timestep bin, about batch_per_group per step")
     ema_decay: float = Field(0.9, ge=0, lt=1, description="min–max: decay of the per-(group, timestep-bin) loss EMA")
     bins: int = Field(4, ge=1, le=1000, description="min–max: timestep bins")
     eta_q: float = Field(0.01, gt=0, le=100.0, description="group-dro: exponentiated-gradient step")
     label_dropout: float = Field(0.1, ge=0, le=1, description="probability of the null class label (the DiT's CFG training)")
-    n_t: int = Field(10, ge=1, le=1000, description="held-out loss: stratified timesteps per test image")
+    n_t: int = Field(20, ge=1, le=1000, description="held-out loss: stratified timesteps per test image")
     per_class: int = Field(50, ge=1, le=10_000, description="recall: samples per class")
     num_inference_steps: int = Field(20, ge=1, le=1000, description="recall: DDIM steps")
     record_every: int = Field(10, ge=1, le=100_000)
@@ -79,11 +82,21 @@ class BenchOptions(Options):
     digits: bool = Field(True, description="the digits DiT proxy (--no-digits skips it)")
     ddpm: bool = Field(True, description="the mixture DDPM of note §6b (--no-ddpm skips it)")
     digits_steps: int = Field(300, ge=1, le=100_000, description="Adam steps per digits fine-tuning")
+    digits_seeds: list[int] = Field([1, 2, 3], min_length=1, max_length=32, description=(
+        "digits: fine-tuning seeds (each also seeds its held-out noise and recall samples); every arm runs on each, "
+        "the report pairs arm and erm by seed"))
+    digits_lr: float = Field(2e-4, gt=0, le=1.0, description="digits: Adam (peak) learning rate, every arm")
+    digits_schedule: Literal["constant", "cosine"] = Field("cosine", description="digits: Adam step schedule, every arm (cosine: decay to 0)")
+    digits_batch_per_group: int = Field(12, ge=1, le=1024, description=(
+        "digits: erm and group-dro rows per digit per step (10 x this, all back-propagated)"))
+    digits_minmax_batch_per_group: int = Field(120, ge=1, le=1024, description=(
+        "digits: min–max rows per digit per step; it back-propagates the worst digit's rows of each timestep bin, "
+        "about this many (120 = erm's 10 x 12)"))
     digits_per_class: int = Field(50, ge=1, le=10_000, description="digits recall: samples per class")
     gaussian_steps: int = Field(3000, ge=1, le=100_000, description="SGD steps per Gaussian fine-tuning (the note's 3000)")
     ddpm_pretrain_steps: int = Field(3000, ge=0, le=100_000, description="mixture DDPM: ERM pretraining steps")
     ddpm_steps: int = Field(1500, ge=0, le=100_000, description="mixture DDPM: fine-tuning steps")
-    quick: ClassVar[dict[str, Any]] = {"digits_steps": 30, "digits_per_class": 10, "ddpm_pretrain_steps": 1000, "ddpm_steps": 500}
+    quick: ClassVar[dict[str, Any]] = {"digits_steps": 30, "digits_seeds": [1], "digits_per_class": 10, "ddpm_pretrain_steps": 1000, "ddpm_steps": 500}
 
 
 # ----------------------------------------------------------------------------- metric checks (metrics)
@@ -98,8 +111,17 @@ class GaussianStatParams(FactoryParams):
     group: int | None = None
 
 
+class DigitsStatParams(FactoryParams):
+    """``check_params`` of :func:`~zoo.methods.egt.metrics.digits_stat`."""
+
+    recipe: str
+    stat: str
+    which: str = "after"
+    seed: int = Field(0, ge=0, description="the recipe's seed (fine-tuning draws, held-out noise, recall samples)")
+
+
 class RecipeStatParams(FactoryParams):
-    """``check_params`` of :func:`~zoo.methods.egt.metrics.digits_stat` and :func:`~zoo.methods.egt.metrics.ddpm_stat`."""
+    """``check_params`` of :func:`~zoo.methods.egt.metrics.ddpm_stat`."""
 
     recipe: str
     stat: str
@@ -112,6 +134,6 @@ TARGETS = {
     "MixtureDDPMFairness": declare.procedure(MixtureDDPMFairnessParams, cli=MixtureDDPMFairnessCli),
     "benchmark:run": declare.benchmark(BenchOptions),
     "metrics:gaussian_stat": declare.metric_check(GaussianStatParams),
-    "metrics:digits_stat": declare.metric_check(RecipeStatParams),
+    "metrics:digits_stat": declare.metric_check(DigitsStatParams),
     "metrics:ddpm_stat": declare.metric_check(RecipeStatParams),
 }

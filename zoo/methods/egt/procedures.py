@@ -139,22 +139,29 @@ class GaussianFairness(Procedure):
 class DigitsOutput(ProcedureOutput):
     """What :class:`DigitsFairness` returns (a proxy, not divergences; see :mod:`.digits`).
 
-    * ``algorithm``; ``before`` / ``after`` -- ``{"loss": per-group held-out denoising loss,
-      "recall": per-group classifier recall on samples}`` of the shipped DiT and of the fine-tuned copy;
+    * ``algorithm``, ``seed`` (fine-tuning draws, held-out noise and recall samples); ``before`` / ``after`` --
+      ``{"loss": per-group held-out denoising loss, "recall": per-group classifier recall on samples}`` of the
+      shipped DiT and of the fine-tuned copy;
     * ``loss_gap`` / ``recall_gap`` -- ``{"before": max − min, "after": max − min}`` across groups;
-      ``worst_loss`` / ``worst_recall`` -- the worst group's value before and after;
+      ``worst_loss`` / ``worst_recall`` -- the worst group's value before and after; ``mean_loss`` -- the
+      mean over groups of the held-out loss, before and after; ``rows_backprop`` -- mean rows per step whose
+      loss enters the back-propagated objective; ``lrs`` -- the Adam learning rate of every step;
     * ``steps`` / ``train_loss`` -- the per-group training-loss EMA (mean over timestep bins) during
       fine-tuning; ``worst_counts`` -- min–max: (bin, step) pairs each group was back-propagated;
       ``weights`` -- group-dro: the final q; ``config``.
     """
 
     algorithm: str
+    seed: int
     before: dict[str, list[float]]
     after: dict[str, list[float]]
     loss_gap: dict[str, float]
     recall_gap: dict[str, float]
     worst_loss: dict[str, float]
     worst_recall: dict[str, float]
+    mean_loss: dict[str, float]
+    rows_backprop: float
+    lrs: list[float]
     steps: list[int]
     train_loss: list[list[float | None]]
     worst_counts: list[int]
@@ -181,16 +188,18 @@ class DigitsFairness(Procedure):
         model = private_copies(self.models, ["dit"])["dit"]
         before = {"loss": heldout_loss(model, p.n_t, seed), "recall": sample_recall(model, p.per_class, p.num_inference_steps, seed)}
         run = finetune_digits(model, p.algorithm, steps=p.steps, lr=p.lr, batch_per_group=p.batch_per_group, ema_decay=p.ema_decay,
-                              bins=p.bins, eta_q=p.eta_q, label_dropout=p.label_dropout, seed=seed, record_every=p.record_every, progress=progress)
+                              bins=p.bins, eta_q=p.eta_q, label_dropout=p.label_dropout, seed=seed, record_every=p.record_every, progress=progress,
+                              schedule=p.schedule)
         after = {"loss": heldout_loss(model, p.n_t, seed), "recall": sample_recall(model, p.per_class, p.num_inference_steps, seed)}
         spread = lambda v: max(v) - min(v)  # noqa: E731
         return DigitsOutput(
-            algorithm=p.algorithm, before=before, after=after,
+            algorithm=p.algorithm, seed=seed, before=before, after=after,
             loss_gap={"before": spread(before["loss"]), "after": spread(after["loss"])},
             recall_gap={"before": spread(before["recall"]), "after": spread(after["recall"])},
             worst_loss={"before": max(before["loss"]), "after": max(after["loss"])},
             worst_recall={"before": min(before["recall"]), "after": min(after["recall"])},
-            steps=run.steps, train_loss=run.train_loss, worst_counts=run.worst_counts, weights=run.weights, config=p.model_dump())
+            mean_loss={"before": sum(before["loss"]) / len(before["loss"]), "after": sum(after["loss"]) / len(after["loss"])},
+            rows_backprop=run.rows_backprop, lrs=run.lrs, steps=run.steps, train_loss=run.train_loss, worst_counts=run.worst_counts, weights=run.weights, config=p.model_dump())
 
     def example_inputs(self, batch_size: int = 2) -> dict[str, Any]:
         return {"steps": 2, "n_t": 1, "per_class": 1, "num_inference_steps": 2, "batch_per_group": 2}

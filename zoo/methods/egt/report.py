@@ -80,21 +80,44 @@ def plot_history(results: dict[str, Any], path: str | Path) -> Path:
     return save_figure(fig, path, dpi=100)
 
 
-def format_digits(results: dict[str, Any]) -> str:
-    """Markdown: per algorithm, the held-out loss and recall gap / worst group before and after, then per-group rows."""
-    lines = ["| fine-tuning | held-out loss gap (before → after) | worst-group loss | recall gap | worst-group recall | mean loss after | mean recall after |",
-             "|---|---|---|---|---|---|---|"]
-    for alg, r in results.items():
-        la, ra = r["after"]["loss"], r["after"]["recall"]
-        lines.append(f"| {alg} ({r['config']['steps']} steps) | {r['loss_gap']['before']:.4f} → {r['loss_gap']['after']:.4f} | "
-                     f"{r['worst_loss']['before']:.4f} → {r['worst_loss']['after']:.4f} | {r['recall_gap']['before']:.3f} → {r['recall_gap']['after']:.3f} | "
-                     f"{r['worst_recall']['before']:.3f} → {r['worst_recall']['after']:.3f} | {sum(la) / len(la):.4f} | {sum(ra) / len(ra):.3f} |")
-    first = next(iter(results.values()))
-    lines += ["", "| digit | loss before | " + " | ".join(f"loss {a}" for a in results) + " | recall before | "
-              + " | ".join(f"recall {a}" for a in results) + " |", "|---" * (3 + 2 * len(results)) + "|"]
+def _ms(d: dict[str, float], f: str = "+.4f") -> str:
+    """``mean ± sd``, the sd with as many decimals as the mean."""
+    return f"{d['mean']:{f}} ± {d['sd']:{f.lstrip('+')}}"
+
+
+def format_digits(results: dict[str, Any], paired: dict[str, Any] | None = None) -> str:
+    """Markdown. ``results``: ``{arm: output}`` (one run each, ``zoo run``) or ``{arm: [output per seed]}`` (the
+    benchmark, with its paired summary ``paired``): per arm and seed the held-out loss (mean, worst digit, gap) and
+    recall before → after; then per arm its own after − before and the paired arm − erm differences, mean ± sd over
+    seeds; then the per-digit losses and recalls of the first seed."""
+    runs = {a: (r if isinstance(r, list) else [r]) for a, r in results.items()}
+    lines = ["| fine-tuning | seed | rows back-propagated / step | mean loss | worst-digit loss | loss gap (max − min) | worst-digit recall | recall gap |",
+             "|---|---|---|---|---|---|---|---|"]
+    for alg, rs in runs.items():
+        for r in rs:
+            c = r["config"]
+            lines.append(f"| {alg} ({c['batch_per_group']} rows/digit, {c['steps']} steps, lr {c['lr']:g} {c['schedule']}) | {r['seed']} | "
+                         f"{r['rows_backprop']:.1f} | {r['mean_loss']['before']:.5f} → {r['mean_loss']['after']:.5f} | "
+                         f"{r['worst_loss']['before']:.5f} → {r['worst_loss']['after']:.5f} | {r['loss_gap']['before']:.5f} → {r['loss_gap']['after']:.5f} | "
+                         f"{r['worst_recall']['before']:.3f} → {r['worst_recall']['after']:.3f} | {r['recall_gap']['before']:.3f} → {r['recall_gap']['after']:.3f} |")
+    if paired:
+        lines += ["", "Mean ± sd over seeds: each arm's own after − before (its health), and arm − erm after (paired by seed):", "",
+                  "| arm | own: mean loss | own: worst-digit loss | own: loss gap | digits worse (per seed) | "
+                  "− erm: worst-digit loss | − erm: loss gap | − erm: mean loss | − erm: worst-digit recall | worst digit better (mean + sd < 0) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for arm, p in paired.items():
+            o, v = p["own"], p.get("vs_erm")
+            vs = (f"{_ms(v['worst_loss'], '+.5f')} | {_ms(v['loss_gap'], '+.5f')} | {_ms(v['mean_loss'], '+.5f')} | {_ms(v['worst_recall'], '+.3f')} | "
+                  f"{'yes' if p['worst_digit_better_than_erm'] else 'no'}" if v else "- | - | - | - | -")
+            lines.append(f"| {arm} | {_ms(o['mean_loss'], '+.5f')} | {_ms(o['worst_loss'], '+.5f')} | {_ms(o['loss_gap'], '+.5f')} | "
+                         f"{', '.join(map(str, o['digits_worse']))} | {vs} |")
+    first = {a: rs[0] for a, rs in runs.items()}
+    f0 = next(iter(first.values()))
+    lines += ["", f"Per digit, seed {f0['seed']}:", "", "| digit | loss before | " + " | ".join(f"loss {a}" for a in first) + " | recall before | "
+              + " | ".join(f"recall {a}" for a in first) + " |", "|---" * (3 + 2 * len(first)) + "|"]
     for c in range(NUM_CLASSES):
-        lines.append(f"| {c} | {first['before']['loss'][c]:.4f} | " + " | ".join(f"{r['after']['loss'][c]:.4f}" for r in results.values())
-                     + f" | {first['before']['recall'][c]:.2f} | " + " | ".join(f"{r['after']['recall'][c]:.2f}" for r in results.values()) + " |")
+        lines.append(f"| {c} | {f0['before']['loss'][c]:.4f} | " + " | ".join(f"{r['after']['loss'][c]:.4f}" for r in first.values())
+                     + f" | {f0['before']['recall'][c]:.2f} | " + " | ".join(f"{r['after']['recall'][c]:.2f}" for r in first.values()) + " |")
     return "\n".join(lines)
 
 
