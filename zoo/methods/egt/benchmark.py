@@ -8,12 +8,12 @@ KL vs step), ``egt-ddpm.png`` (per-group excess vs step) and ``egt-digits.png`` 
 ``zoo bench egt [--quick] [--no-digits] [--no-ddpm] [--out-dir D]``."""
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from registry.contract import benchmark
+from zoo.common.spread import spread
 
 from .params import BenchOptions
 from .procedures import DigitsFairness, GaussianFairness, MixtureDDPMFairness
@@ -33,8 +33,8 @@ def _digits_arms(batch_per_group: int = 12, minmax_batch_per_group: int = 120) -
 
 
 def _mean_sd(v: list[float]) -> dict[str, Any]:
-    """Mean and sample sd (n − 1; NaN for one value) over fine-tuning seeds, with the values."""
-    return {"mean": statistics.fmean(v), "sd": statistics.stdev(v) if len(v) > 1 else float("nan"), "n": len(v), "values": list(v)}
+    """Mean and sample sd (n − 1; None for one value) over fine-tuning seeds, with the values."""
+    return spread(v).as_dict()
 
 
 def _paired(digits: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -81,8 +81,8 @@ def plot_history(results: dict[str, Any], path: str | Path) -> Path:
 
 
 def _ms(d: dict[str, float], f: str = "+.4f") -> str:
-    """``mean ± sd``, the sd with as many decimals as the mean."""
-    return f"{d['mean']:{f}} ± {d['sd']:{f.lstrip('+')}}"
+    """``mean ± sd``, the sd with as many decimals as the mean (the mean alone for one seed)."""
+    return f"{d['mean']:{f}}" if d["sd"] is None else f"{d['mean']:{f}} ± {d['sd']:{f.lstrip('+')}}"
 
 
 def format_digits(results: dict[str, Any], paired: dict[str, Any] | None = None) -> str:
