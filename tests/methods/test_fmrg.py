@@ -177,7 +177,7 @@ def test_bench_quick_writes_table_png_and_json(tmp_path: Path, capsys: pytest.Ca
     text = capsys.readouterr().out
     assert "| FMRG-J | 3 |" in text and "LQR optimum" in text and "Pareto summary" in text and "| FMRG-J | 4 |" not in text
     doc = json.loads((tmp_path / "fmrg-bench.json").read_text())
-    assert doc["quick"] and doc["options"] == {"n": 64, "nfe": [3]}
+    assert doc["quick"] and {k: doc["options"][k] for k in ("n", "nfe", "learned")} == {"n": 64, "nfe": [3], "learned": False}
     methods = {r["method"] for r in doc["result"]["gaussian"]["rows"]}
     assert methods >= {"FMRG-J", "FMRG-E", "DPS", "best-of-N", "LQR optimum"}
     assert (tmp_path / "fmrg.png").stat().st_size > 1000
@@ -266,3 +266,78 @@ def test_fmrg_e_times_delta_is_the_inverse_problem_samplers_option() -> None:
     mk = lambda dt_on: FMRGSampler({"flow_map": m}, FMRGSampler.Params(grad_mode="euc", step_size=0.5, euc_times_dt=dt_on, reward=R))  # noqa: E731
     c_off, c_on = mk(False).guided_step(x, t, tn, 1, 4) - step, mk(True).guided_step(x, t, tn, 1, 4) - step
     assert torch.allclose(c_on, (tn - t) * c_off, rtol=1e-12, atol=1e-15) and not torch.allclose(c_on, c_off)
+
+
+# ----------------------------------------------------------------------------- the learned model (issue 38 item 1)
+
+
+def test_learned_variant_loads_the_shipped_pair_and_its_flow_map_tracks_the_learned_ode() -> None:
+    """The shipped seed-0 flow map's endpoint X_phi(x, t, 1) is close to the learned ODE's (its distillation target);
+    negative control: the same model with an untrained flow-map net misses by far more."""
+    from zoo.methods.fmrg.learned import LearnedFlowMapModel
+
+    pipe = zoo.load("fmrg", variant="learned")
+    m = pipe.models["flow_map"]
+    assert isinstance(m, LearnedFlowMapModel) and m.two_time
+    x = _x0(256, 3)
+    with torch.no_grad():
+        err = (m.flow_map(x, 0.0, 1.0) - m.ode(x, 0.0, 1.0)).norm(dim=1).mean()
+        raw = LearnedFlowMapModel("gmm3", 64)
+        raw.vel.load_state_dict(m.vel.state_dict())  # same learned velocity, untrained flow map
+        err_raw = (raw.flow_map(x, 0.0, 1.0) - raw.ode(x, 0.0, 1.0)).norm(dim=1).mean()
+    assert err < 0.25 and err_raw > 4 * err
+    out = pipe(seed=0, batch_size=16)
+    assert out.nfe == 4 and torch.isfinite(out.samples).all()
+    assert pipe.procedures["dps"](seed=0, batch_size=8).nfe == 4  # DPS calls the learned velocity, 1 per step
+
+
+def test_learned_model_interface_tangent_and_nfe_counting() -> None:
+    from zoo.methods.fmrg.learned import learned_flow_map_model
+
+    m = learned_flow_map_model()
+    x = _x0(5)
+    m.reset_nfe()
+    assert torch.equal(m.mean_velocity(x, 0.3, 0.3), m.velocity(x, 0.3))  # the diagonal is the velocity net
+    assert m.nfe == 2
+    m.flow_map(x, 0.0, 1.0)
+    assert m.nfe == 3
+    assert not any(p.requires_grad for p in m.parameters()) and "gmm.means" not in m.state_dict()
+
+
+def test_train_pair_is_deterministic_per_seed_and_seeds_differ() -> None:
+    from zoo.methods.fmrg.params import TrainOptions
+    from zoo.methods.fmrg.train import train_pair
+
+    o = TrainOptions(vel_steps=20, fmap_steps=20, batch=32, n_traj=64, n_grid=4, progress=False)
+    a, ha = train_pair(1, o)
+    b, _ = train_pair(1, o)
+    c, _ = train_pair(2, o)
+    sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    assert math.isfinite(ha["vel_loss_last100"]) and math.isfinite(ha["fmap_loss_last100"])
+
+
+def test_disc_reward_is_flat_inside_and_a_shifted_quadratic_outside() -> None:
+    r = reward_fn(RewardSpec(kind="disc", target=[0.3, 1.4], tau=0.5, radius=0.5))
+    q = reward_fn(RewardSpec(kind="quadratic", target=[0.3, 1.4], tau=0.5))
+    inside = torch.tensor([[0.3, 1.4], [0.5, 1.5], [0.3, 1.85]], dtype=torch.float64)
+    outside = torch.tensor([[0.3, 2.4], [-1.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
+    assert torch.equal(r(inside), torch.zeros(3, dtype=torch.float64))
+    assert not torch.equal(q(inside), torch.zeros(3, dtype=torch.float64))  # negative control: the smooth reward is not flat
+    d = (outside - torch.tensor([0.3, 1.4], dtype=torch.float64)).norm(dim=1)
+    assert torch.allclose(r(outside), -((d - 0.5) ** 2) / (2 * 0.25), atol=1e-12)
+
+
+def test_verdict_rule_and_summary_use_grid_rows_only() -> None:
+    from zoo.methods.fmrg.learned_bench import summarise, verdict
+
+    assert verdict([-0.6, -0.5, -0.7]) == "refuted"
+    assert verdict([0.5, -0.1, 1.0]) == "refuted"  # mean 0.47 <= sd 0.55
+    assert verdict([0.3, 0.5, 0.05]) == "not shown"  # mean 0.28 > sd 0.23 but < 2 sd
+    assert verdict([1.0, 1.1, 0.9]) == "supported"
+    rows = [{"method": "DPS", "grid": True, "finite": True, "reward": -1.0, "log_p": -4.0},
+            {"method": "DPS", "grid": True, "finite": True, "reward": -3.0, "log_p": -2.0},  # misses the reward bar
+            {"method": "DPS", "grid": False, "finite": True, "reward": -0.5, "log_p": -1.0}]  # off the pre-registered grid
+    assert summarise(rows, "DPS") == -4.0
+    assert summarise(rows, "FMRG-J") is None

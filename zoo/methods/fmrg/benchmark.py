@@ -156,11 +156,44 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
+def learned_models(ctx: Any, seeds: list[int]) -> dict[int, Any]:
+    """The learned velocity + flow map per network-training seed: seed 0 is the shipped checkpoint (spec variant
+    ``learned``), any other seed is retrained in memory by the spec's own recipe (``training.learned``, the same
+    :func:`~zoo.methods.fmrg.train.train_pair` that ``zoo train fmrg`` runs)."""
+    from .params import TrainOptions
+    from .train import train_pair
+
+    params = dict(ctx.spec.training["learned"].params)
+    out = {}
+    for seed in seeds:
+        if seed == 0:
+            out[seed] = ctx.models("learned", roles=["flow_map"])["flow_map"]
+        else:
+            out[seed] = train_pair(seed, TrainOptions(**{**params, "progress": False}))[0]
+    return out
+
+
 @benchmark(options=BenchOptions)
 def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
     """fmrg: reward vs on-manifold log-likelihood across guidance strengths for FMRG-J/-E (chord and exact jumps), plain
     FMRG-J, DPS and best-of-N on exact flow maps of gmm3 and a Gaussian, beside the closed-form LQR optimum (--quick:
-    64 particles, NFE 3 and 4)."""
+    64 particles, NFE 3 and 4). With --learned: FMRG-J/-E vs DPS vs best-of-N at NFE 4 on a learned velocity and flow
+    map, per network-training seed (the shipped seed 0, the others retrained), with the ceilings by t; writes
+    fmrg-learned.json and fmrg-learned.png (--quick: 512 draws, 5-point grids)."""
+    if opts.learned:
+        from .learned_bench import plot as plot_learned
+        from .learned_bench import run_learned
+        from .learned_bench import table as table_learned
+
+        t0 = time.process_time()
+        exact = exact_flow_map_model("gmm3", rtol=1e-7, atol=1e-7) if opts.exact_reference else None
+        res = run_learned(learned_models(ctx, list(opts.seeds)), opts.samples, opts.grid, exact)
+        res["seeds"] = list(opts.seeds)
+        res["cpu_seconds"] = time.process_time() - t0
+        ctx.report(table_learned(res))
+        plot_learned(res, ctx.figure("fmrg-learned.png"))
+        ctx.write_json("fmrg-learned.json", res)
+        return res
     res = measure(opts.n, tuple(opts.nfe), ctx.seed)
     ctx.report(table(res))
     plot(res, ctx.figure("fmrg.png"))

@@ -10,7 +10,7 @@ from registry.contract import metric_check
 
 from .benchmark import best_logp_at, sweep
 from .model import ExactFlowMapModel
-from .params import BenchStatParams, ClosedFormErrorParams, ParetoLogpParams
+from .params import BenchStatParams, CeilingParams, ClosedFormErrorParams, LearnedGapParams, ParetoLogpParams
 from .rewards import fmrg_j_limit_endpoint
 from .sampler import FMRGSampler
 
@@ -53,3 +53,47 @@ def pareto_logp(pipeline, mixture: str, nfe: int, method: str, min_reward: float
     if v is None:
         raise ValueError(f"{method} reaches no mean reward >= {min_reward} at NFE {nfe}")
     return v
+
+
+_LEARNED: dict[tuple, dict] = {}
+
+
+def _learned_result(pipeline, samples: int, grid: int, seeds: tuple[int, ...]) -> dict:
+    """``zoo bench fmrg --learned`` (without the exact reference) on the pipeline's shipped seed-0 model and the
+    other seeds retrained by the spec's recipe; cached per process."""
+    key = (samples, grid, seeds)
+    if key not in _LEARNED:
+        from .learned_bench import run_learned
+        from .params import TrainOptions
+        from .train import train_pair
+
+        params = dict(pipeline.ctx.spec.training["learned"].params)
+        models = {s: pipeline.models["flow_map"] if s == 0 else train_pair(s, TrainOptions(**{**params, "progress": False}))[0] for s in seeds}
+        _LEARNED[key] = run_learned(models, samples, grid, exact=None, progress=False)
+    return _LEARNED[key]
+
+
+@metric_check(params=LearnedGapParams)
+def learned_gap(pipeline, reward: str, stat: str = "g_mean", arm: str | None = None, samples: int = 4096, grid: int = 13,
+                seeds: list[int] = (0, 1, 2)) -> float:
+    """The learned-model comparison (variant ``learned``): ``g_mean`` / ``g_sd`` of the paired gap g = best FMRG
+    (J or E) - DPS in best mean log p at mean reward >= -2 (NFE 4) over the training seeds, or ``arm_mean`` =
+    that summary of ``arm`` averaged over the seeds."""
+    c = _learned_result(pipeline, samples, grid, tuple(seeds))["compare"][reward]
+    if stat == "g_mean":
+        return float(c["g_mean"])
+    if stat == "g_sd":
+        return float(c["g_sd"])
+    vals = [s[arm] for s in c["summary"].values()]
+    if any(v is None for v in vals):
+        raise ValueError(f"{arm} reaches no mean reward >= -2 on some seed")
+    return sum(vals) / len(vals)
+
+
+@metric_check(params=CeilingParams)
+def ceiling(pipeline, t: float, stat: str, n: int = 2048) -> float:
+    """One ceiling of the shipped learned model (seed 0) at time ``t``: ``a_tweedie_err`` (learned vs exact Tweedie
+    endpoint), ``b_fmap_vs_exact`` (learned flow map vs the exact flow endpoint), ... (``learned_bench.ceilings``)."""
+    from .learned_bench import ceilings
+
+    return float(ceilings(pipeline.models["flow_map"], n=n, ts=[t])[0][stat])

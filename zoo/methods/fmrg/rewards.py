@@ -1,7 +1,8 @@
 """Analytic rewards of the toy and the exact linear-Gaussian (LQR) reference.
 
 Rewards (method note section 6): ``quadratic`` ``r(x) = -||x - y||^2 / (2 tau^2) + c`` (``y`` may lie off the
-data manifold) and ``mode`` = the log-density of one mixture component (a smooth "log-indicator" of a
+data manifold), ``disc`` ``r(x) = -max(0, ||x - y|| - radius)^2 / (2 tau^2) + c`` (flat inside a disc, not smooth
+in x: the non-smooth reward of issue 38) and ``mode`` = the log-density of one mixture component (a smooth "log-indicator" of a
 low-weight mode), ``r(x) = log N(x; mu_k, Sigma_k) + c``.
 
 **LQR optimum** (deterministic optimal control, the problem FMRG approximates: maximise
@@ -43,6 +44,16 @@ def reward_fn(spec: RewardSpec, gmm: GaussianMixture | None = None):
             return spec.scale * (-((x - y) ** 2).sum(-1) / (2 * spec.tau**2)) + spec.offset
 
         return r
+    if spec.kind == "disc":  # flat inside the disc: the gradient vanishes there and jumps in curvature at its edge
+        c = torch.tensor(spec.target, dtype=torch.float64)
+
+        def r_disc(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[-1] != c.shape[0]:
+                raise ValueError(f"reward target has {c.shape[0]} coordinates, samples have {x.shape[-1]}")
+            d = (x - c).pow(2).sum(-1).clamp_min(1e-300).sqrt()
+            return spec.scale * (-(d - spec.radius).clamp_min(0.0) ** 2 / (2 * spec.tau**2)) + spec.offset
+
+        return r_disc
     if spec.kind == "constant":
         return lambda x: x.sum(-1) * 0.0 + spec.offset
     if gmm is None or spec.component >= gmm.num_components:
