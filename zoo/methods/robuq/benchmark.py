@@ -109,19 +109,24 @@ def _mean_sd(xs: list[float]) -> dict[str, float]:
 
 
 def outlier_study(fp: Any, seeds: list[int], scales: list[float], n_channels: int, sites: list[str], per_class: int, steps: int,
-                  sample_seed: int) -> dict[str, Any]:
+                  sample_seed: int, qat_steps: int = 0) -> dict[str, Any]:
     """The injected-outlier study: per scale and injection seed, the injected FP model's function deviation and
     epsilon-MSE, the operator oracle (uninjected FP as scale 1), and W1.58A4 PTQ +/- Hadamard: held-out epsilon-MSE
     (:func:`~.procedures.heldout_eps_mse`, 360 noised test digits) and sample accuracy / Frechet
     (``per_class`` DDIM-``steps`` samples per digit, noise seed ``sample_seed``); mean +/- sd over the seeds and the
-    paired difference Hadamard - plain."""
+    paired difference Hadamard - plain. ``qat_steps`` > 0: each PTQ arm is then fine-tuned by
+    :func:`~.procedures.qat_finetune` (the shipped recipe, :class:`~.params.QATOptions`; data seed 0) and its held-out
+    epsilon-MSE reported as ``qat_eps_mse`` (the PTQ value is its "before")."""
     from zoo.common.training import progress
+
+    from .params import QATOptions
+    from .procedures import qat_finetune
 
     from .inject import function_deviation, injected_model, operator_oracle
     from .procedures import quantize_dit
 
     t0 = time.perf_counter()
-    keys = ("eps_mse", "accuracy", "frechet", "w158_only_eps_mse", "a4_only_eps_mse")
+    keys = ("eps_mse", "accuracy", "frechet", "w158_only_eps_mse", "a4_only_eps_mse") + (("qat_eps_mse",) if qat_steps else ())
     oracle_fp = operator_oracle(fp)["total"]
     runs: list[dict[str, Any]] = []
     for scale in scales:
@@ -133,6 +138,10 @@ def outlier_study(fp: Any, seeds: list[int], scales: list[float], n_channels: in
                 q = quantize_dit(copy.deepcopy(inj), a_bits=4, hadamard=had, lowrank_rank=8)
                 r = evaluate(q, per_class, steps, sample_seed)
                 run[arm] = {k: r[k] for k in ("eps_mse", "accuracy", "frechet", "sample_seconds")}
+                if qat_steps:
+                    rec = QATOptions()
+                    qat_finetune(q, qat_steps, rec.lr, rec.batch, seed=0)
+                    run[arm]["qat_eps_mse"] = heldout_eps_mse(q)
                 # the two terms end to end, each alone on the targeted linears (adaLN and attention products FP)
                 run[arm]["w158_only_eps_mse"] = heldout_eps_mse(quantize_dit(copy.deepcopy(inj), a_bits=None, hadamard=had, lowrank_rank=8,
                                                                              adaln=False, attention_bits=None))
@@ -147,7 +156,7 @@ def outlier_study(fp: Any, seeds: list[int], scales: list[float], n_channels: in
             "fp_eps_mse": _mean_sd([r["fp_eps_mse"] for r in rs]),
             "hadamard_minus_plain": {k: _mean_sd([r["hadamard"][k] - r["plain"][k] for r in rs]) for k in keys},
             "oracle": {h: {k: _mean_sd([r["oracle"][h][k] for r in rs]) for k in oracle_fp[h]} for h in oracle_fp}}
-    return {"seeds": seeds, "scales": scales, "n_channels": n_channels, "sites": sites, "per_class": per_class, "steps": steps,
+    return {"seeds": seeds, "scales": scales, "n_channels": n_channels, "sites": sites, "per_class": per_class, "steps": steps, "qat_steps": qat_steps,
             "sample_seed": sample_seed, "fp_eps_mse": heldout_eps_mse(fp), "oracle_uninjected": oracle_fp, "runs": runs, "summary": summary,
             "seconds": time.perf_counter() - t0}
 
@@ -178,6 +187,12 @@ def outlier_table(o: dict[str, Any], base: dict[str, dict[str, Any]] | None = No
         cells = [f"{d['plain'][k]['mean']:.4f} / {d['hadamard'][k]['mean']:.4f} / {d['hadamard_minus_plain'][k]['mean']:+.4f} ± "
                  f"{d['hadamard_minus_plain'][k]['sd']:.4f}" for k in ("w158_only_eps_mse", "a4_only_eps_mse")]
         lines.append(f"| {sc} | " + " | ".join(cells) + " |")
+    if o.get("qat_steps"):
+        lines += ["", f"After {o['qat_steps']} QAT steps (the shipped recipe, data seed 0; held-out eps-MSE; before = the PTQ columns above): "
+                  "+ H / no H / paired H − no H", "", "| scale s | + H | no H | H − no H (paired) |", "|---|---|---|---|"]
+        for sc, d in o["summary"].items():
+            dd = d["hadamard_minus_plain"]["qat_eps_mse"]
+            lines.append(f"| {sc} | {ms(d['hadamard']['qat_eps_mse'])} | {ms(d['plain']['qat_eps_mse'])} | {dd['mean']:+.4f} ± {dd['sd']:.4f} |")
     lines += ["", "Operator oracle on the (injected) FP model's own layer inputs, summed over the 16 targeted layers (relative output "
               "error; weight_rel in weight space): no H / + H", "",
               "| scale s | weight_rel | W1.58 weight_out | A4 act_out | W1.58A4 layer (rank-8 branch) |", "|---|---|---|---|---|"]
@@ -191,26 +206,33 @@ def outlier_table(o: dict[str, Any], base: dict[str, dict[str, Any]] | None = No
     return "\n".join(lines)
 
 
-def outlier_plot(o: dict[str, Any], path: Path) -> Path:
-    """Left: W1.58A4 eps-MSE per scale, per seed (dots) and mean (bar), + H vs no H, FP dashed. Right: the oracle."""
+def outlier_plot(o: dict[str, Any], path: Path, base: dict[str, dict[str, Any]] | None = None) -> Path:
+    """W1.58A4 eps-MSE per scale, + H vs no H (bars: mean +/- sd over the injection seeds, dots: seeds; FP dashed):
+    PTQ (``base``: the uninjected PTQ rows as s = 1), after QAT when it ran; last panel: the operator oracle."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    panels = ["eps_mse"] + (["qat_eps_mse"] if o.get("qat_steps") else [])
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(4.5 * (len(panels) + 1), 3.4))
     scales = list(o["summary"])
-    for j, (arm, col) in enumerate((("plain", "tab:blue"), ("hadamard", "tab:red"))):
-        xs = [i + (j - 0.5) * 0.35 for i in range(len(scales))]
-        a.bar(xs, [o["summary"][s][arm]["eps_mse"]["mean"] for s in scales], 0.33, color=col, alpha=0.5,
-              yerr=[o["summary"][s][arm]["eps_mse"]["sd"] for s in scales], label="no H" if arm == "plain" else "+ H")
-        for x, s in zip(xs, scales):
-            a.plot([x] * len(o["seeds"]), [r[arm]["eps_mse"] for r in o["runs"] if f"{r['scale']:g}" == s], "k.", ms=4)
-    a.axhline(o["fp_eps_mse"], ls="--", c="gray", label="FP (= injected FP)")
-    a.set_xticks(range(len(scales)), [f"s = {s}" for s in scales])
-    a.set_ylabel("held-out eps-MSE")
-    a.set_title(f"W1.58A4 PTQ on the injected DiT (seeds {o['seeds']})", fontsize=8)
-    a.legend(fontsize=7)
+    for a, key in zip(axes, panels):
+        first = 1 if key == "eps_mse" and base and "dit-w158a4" in base else 0
+        for j, (arm, col, role) in enumerate((("plain", "tab:blue", "dit-w158a4-nohad"), ("hadamard", "tab:red", "dit-w158a4"))):
+            xs = [i + first + (j - 0.5) * 0.35 for i in range(len(scales))]
+            a.bar(xs, [o["summary"][s][arm][key]["mean"] for s in scales], 0.33, color=col, alpha=0.5,
+                  yerr=[o["summary"][s][arm][key]["sd"] for s in scales], label="no H" if arm == "plain" else "+ H")
+            for x, s in zip(xs, scales):
+                a.plot([x] * len(o["seeds"]), [r[arm][key] for r in o["runs"] if f"{r['scale']:g}" == s], "k.", ms=4)
+            if first:
+                a.bar([(j - 0.5) * 0.35], [base[role]["eps_mse"]], 0.33, color=col, alpha=0.5)
+        a.axhline(o["fp_eps_mse"], ls="--", c="gray", label="FP (= injected FP)")
+        a.set_xticks(range(len(scales) + first), (["s = 1\n(not injected)"] if first else []) + [f"s = {s}" for s in scales])
+        a.set_ylabel("held-out eps-MSE")
+        a.set_title(f"W1.58A4 {'PTQ' if key == 'eps_mse' else 'after %d QAT steps' % o['qat_steps']} (injection seeds {o['seeds']})", fontsize=8)
+        a.legend(fontsize=7)
+    b = axes[-1]
     labels = ["1"] + scales
     for k, mk, col in (("weight_out", "o", "tab:green"), ("act_out", "s", "tab:purple"), ("layer_out", "^", "k")):
         for h, ls in (("plain", "-"), ("hadamard", "--")):
@@ -292,9 +314,9 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
     out = _jsonable(res)
     if opts.outlier_seeds:
         o = outlier_study(ctx.pipeline("toy").models["dit"], list(opts.outlier_seeds), list(opts.outlier_scales), opts.outlier_channels,
-                          list(opts.outlier_sites), opts.per_class, opts.steps, ctx.seed)
+                          list(opts.outlier_sites), opts.per_class, opts.steps, ctx.seed, opts.outlier_qat_steps)
         ctx.report(outlier_table(o, res["rows"]))
         ctx.write_json("robuq-outliers.json", o)
-        outlier_plot(o, ctx.figure("robuq-outliers.png"))
+        outlier_plot(o, ctx.figure("robuq-outliers.png"), res["rows"])
         out["outliers"] = {k: v for k, v in o.items() if k != "runs"}
     return out

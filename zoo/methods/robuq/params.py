@@ -51,16 +51,19 @@ class QATOptions(Options):
 class BenchOptions(Options):
     per_class: int = Field(30, ge=1, le=1000, description="samples per digit")
     steps: int = Field(20, ge=1, le=1000, description="DDIM steps")
-    outlier_seeds: list[int] = Field(default_factory=list, max_length=16, description=(
+    outlier_seeds: list[int] = Field([], max_length=16, description=(
         "also run the injected-outlier study with these injection channel-choice seeds (e.g. 0 1 2): W1.58A4 PTQ with vs "
         "without Hadamard on the FP DiT with function-preserving outlier channels; writes robuq-outliers.json/.png"))
-    outlier_scales: list[float] = Field(default_factory=lambda: [10.0, 30.0], min_length=1, max_length=8,
+    outlier_scales: list[float] = Field([10.0, 30.0], min_length=1, max_length=8,
                                         description="outlier-study channel scales s (> 0; the consumer's input columns get 1/s)")
     outlier_channels: int = Field(2, ge=1, le=64, description="outlier-study channels per (block, site)")
     outlier_sites: list[Literal["v_out", "adaln_attn", "adaln_ff"]] = Field(
-        default_factory=lambda: ["v_out", "adaln_attn", "adaln_ff"], min_length=1,
+        ["v_out", "adaln_attn", "adaln_ff"], min_length=1,
         description="outlier-study injection sites: v_out (to_v rows / to_out.0 columns), adaln_attn (adaLN msa / to_q,k,v "
                     "columns), adaln_ff (adaLN mlp / ff.net.0.proj columns)")
+    outlier_qat_steps: int = Field(0, ge=0, le=100_000, description=(
+        "outlier study: also QAT each W1.58A4 arm for this many steps (the shipped recipe: AdamW 2e-4, batch 64, data seed 0; "
+        "0 = PTQ only) and report its held-out eps-MSE"))
     quick: ClassVar[dict[str, Any]] = {"per_class": 5, "steps": 10}
 
 
