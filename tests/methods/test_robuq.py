@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from shipped import digits_dit
 
 from zoo.methods.robuq import invariants as inv
+from zoo.methods.robuq.inject import SITES, channel_outlier_ratio, function_deviation, inject_outlier_channels, operator_oracle
 from zoo.methods.robuq.model import _pack, _unpack, allocate_bits, install_quantizers, load_packed, pack_model, quant_modules, set_enabled
 from zoo.methods.robuq.procedures import DiTLatentSampler, heldout_eps_mse, qat_finetune, quantize_dit
 from zoo.methods.robuq.quant import QuantLinear, fast_hadamard, hadamard_block, hadamard_matrix, quantize_tokens, ternarize
@@ -499,3 +500,90 @@ def test_quantize_dit_layout_arguments_set_away_from_defaults_must_agree_with_a_
         with pytest.raises(ValueError) as err:
             load(**kw)
         assert str(err.value) == line
+
+
+# ----------------------------------------------------------------------------- injected outlier channels (issue 38 item 3)
+@pytest.fixture(scope="module")
+def fp_dit():
+    return digits_dit().eval()
+
+
+@pytest.mark.parametrize("sites", [("v_out",), ("adaln_attn",), ("adaln_ff",), SITES])
+@pytest.mark.parametrize("scale", [10.0, 30.0])
+def test_outlier_injection_preserves_the_fp_function(fp_dit, sites, scale):
+    inj = copy.deepcopy(fp_dit)
+    chosen = inject_outlier_channels(inj, sites, n_channels=3, scale=scale, seed=4)
+    assert len(chosen) == 2 * len(sites) and all(len(set(c)) == 3 for c in chosen.values())
+    assert function_deviation(fp_dit, inj) < 1e-5  # measured 2e-7 .. 4e-7 (float32 rounding)
+    assert any(not torch.equal(p, q) for p, q in zip(inj.parameters(), fp_dit.parameters()))  # something was injected
+
+
+def _planted_no_inverse(m, c, s):  # to_v rows x s, to_out.0 left alone
+    with torch.no_grad():
+        m.transformer_blocks[0].attn1.to_v.weight[c] *= s
+        m.transformer_blocks[0].attn1.to_v.bias[c] *= s
+
+
+def _planted_across_gelu(m, c, s):  # ff.net.0.proj rows x s, ff.net.2 columns x 1/s: GELU(s u) != s GELU(u)
+    with torch.no_grad():
+        ff = m.transformer_blocks[0].ff.net
+        ff[0].proj.weight[c] *= s
+        ff[0].proj.bias[c] *= s
+        ff[2].weight[:, c] /= s
+
+
+def _planted_naive_modulation(m, c, s):  # scale_msa's weight and bias x s (so 1 + scale is NOT x s), shift x s, to_q/k/v x 1/s
+    with torch.no_grad():
+        blk, d = m.transformer_blocks[0], 64
+        for r in (c, d + c):
+            blk.norm1.linear.weight[r] *= s
+            blk.norm1.linear.bias[r] *= s
+        for lin in (blk.attn1.to_q, blk.attn1.to_k, blk.attn1.to_v):
+            lin.weight[:, c] /= s
+
+
+@pytest.mark.parametrize("planted", [_planted_no_inverse, _planted_across_gelu, _planted_naive_modulation])
+def test_preservation_check_rejects_non_preserving_injections(fp_dit, planted):
+    m = copy.deepcopy(fp_dit)
+    planted(m, torch.tensor([3, 17]), 10.0)
+    assert function_deviation(fp_dit, m) > 1e-3  # what the preservation test bounds by 1e-5
+
+
+def test_injection_puts_the_outliers_on_the_chosen_channels(fp_dit):
+    from zoo.methods.robuq.metrics import recorded_inputs
+
+    inj = copy.deepcopy(fp_dit)
+    chosen = inject_outlier_channels(inj, scale=30.0, seed=1)
+    names = {"v_out": "attn1.to_out.0", "adaln_attn": "attn1.to_q", "adaln_ff": "ff.net.0.proj"}
+    full = [f"transformer_blocks.{i}.{n}" for i in (0, 1) for n in [*names.values(), "ff.net.2"]]
+    before, after = recorded_inputs(fp_dit, full), recorded_inputs(inj, full)
+    for i in (0, 1):
+        for site, n in names.items():
+            x = after[f"transformer_blocks.{i}.{n}"]
+            top = x.reshape(-1, x.shape[-1]).abs().amax(0).topk(2).indices.tolist()
+            assert sorted(top) == chosen[f"blocks.{i}.{site}"]
+            assert channel_outlier_ratio(x) > 4 * channel_outlier_ratio(before[f"transformer_blocks.{i}.{n}"])
+        nm = f"transformer_blocks.{i}.ff.net.2"  # after the GELU: not a site, its inputs are unchanged
+        torch.testing.assert_close(after[nm], before[nm], rtol=1e-4, atol=1e-5)
+
+
+def test_injection_validation_and_seeded_channel_choice(fp_dit):
+    m = copy.deepcopy(fp_dit)
+    with pytest.raises(ValueError, match="unknown injection sites"):
+        inject_outlier_channels(m, ("ff_gelu",))
+    with pytest.raises(ValueError, match="scale must be > 0"):
+        inject_outlier_channels(m, scale=-10.0)
+    with pytest.raises(ValueError, match="before quantize_dit"):
+        inject_outlier_channels(quantize_dit(copy.deepcopy(fp_dit)))
+    a, b = inject_outlier_channels(copy.deepcopy(fp_dit), seed=0), inject_outlier_channels(copy.deepcopy(fp_dit), seed=0)
+    assert a == b and a != inject_outlier_channels(copy.deepcopy(fp_dit), seed=1)
+
+
+def test_operator_oracle_agrees_with_the_activation_error_metric(fp_dit):
+    from zoo.methods.robuq.metrics import activation_error
+
+    o = operator_oracle(fp_dit)["total"]
+    for h in (False, True):
+        assert o["hadamard" if h else "plain"]["act_out"] == pytest.approx(activation_error(fp_dit, 4, h), rel=1e-4)
+    # E = T(WH) H - W: with rotation the weight error seen through the inputs is not the unrotated one
+    assert o["plain"]["weight_out"] != pytest.approx(o["hadamard"]["weight_out"], rel=1e-3)

@@ -11,7 +11,7 @@ import torch
 from registry.contract import metric_check
 
 from .model import layer_groups, pack_model
-from .params import ActErrorParams, AttnErrorParams, PackedSizeRatioParams, SampleStatParams
+from .params import ActErrorParams, AttnErrorParams, OutlierEpsParams, OutlierOperatorParams, PackedSizeRatioParams, SampleStatParams
 from .procedures import digits_eps_batch
 from .quant import fast_hadamard, quantize_tokens
 
@@ -80,6 +80,40 @@ def attn_error(pipeline: Any, bits: int, role: str = "dit") -> float:
 def act_error(pipeline: Any, bits: int, hadamard: bool, role: str = "dit") -> float:
     """:func:`activation_error` of the FP role at ``bits`` with or without the Hadamard rotation."""
     return activation_error(pipeline.models[role], bits, hadamard)
+
+
+@metric_check(params=OutlierOperatorParams)
+def outlier_operator_error(pipeline: Any, scale: float, hadamard: bool, term: str = "layer_out", seed: int = 0, n_channels: int = 2,
+                           role: str = "dit") -> float:
+    """One ``total`` term of :func:`~.inject.operator_oracle` on the FP role with outlier channels injected
+    (:func:`~.inject.inject_outlier_channels`, every site, ``scale``, channel-choice ``seed``), no rotation or Hadamard."""
+    from .inject import injected_model, operator_oracle
+
+    def run() -> dict[str, Any]:
+        return operator_oracle(injected_model(pipeline.models[role], scale, seed, n_channels)[0])["total"]
+
+    total = pipeline.memo(("robuq-outlier-oracle", role, scale, seed, n_channels), run)
+    return float(total["hadamard" if hadamard else "plain"][term])
+
+
+@metric_check(params=OutlierEpsParams)
+def outlier_eps_mse(pipeline: Any, scale: float, arm: str, seeds: list[int] | None = None, n_channels: int = 2, role: str = "dit") -> float:
+    """Mean over injection ``seeds`` (default 0, 1, 2) of the held-out epsilon-MSE (:func:`~.procedures.heldout_eps_mse`)
+    of W1.58A4 PTQ (:func:`~.inject.injected_w158a4`) on the FP role with outlier channels injected at ``scale``:
+    ``arm`` = ``hadamard``, ``plain`` or their paired difference ``hadamard_minus_plain`` (the refutation rule's number)."""
+    from .inject import injected_w158a4
+    from .procedures import heldout_eps_mse
+
+    seeds = list(seeds if seeds is not None else [0, 1, 2])
+
+    def run() -> dict[str, list[float]]:
+        fp = pipeline.models[role]
+        return {a: [heldout_eps_mse(injected_w158a4(fp, scale, s, a == "hadamard", n_channels)) for s in seeds] for a in ("hadamard", "plain")}
+
+    eps = pipeline.memo(("robuq-outlier-eps", role, scale, tuple(seeds), n_channels), run)
+    if arm == "hadamard_minus_plain":
+        return sum(h - p for h, p in zip(eps["hadamard"], eps["plain"])) / len(seeds)
+    return sum(eps[arm]) / len(seeds)
 
 
 @metric_check(params=PackedSizeRatioParams)

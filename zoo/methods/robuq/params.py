@@ -51,6 +51,19 @@ class QATOptions(Options):
 class BenchOptions(Options):
     per_class: int = Field(30, ge=1, le=1000, description="samples per digit")
     steps: int = Field(20, ge=1, le=1000, description="DDIM steps")
+    outlier_seeds: list[int] = Field([], max_length=16, description=(
+        "also run the injected-outlier study with these injection channel-choice seeds (e.g. 0 1 2): W1.58A4 PTQ with vs "
+        "without Hadamard on the FP DiT with function-preserving outlier channels; writes robuq-outliers.json/.png"))
+    outlier_scales: list[float] = Field([10.0, 30.0], min_length=1, max_length=8,
+                                        description="outlier-study channel scales s (> 0; the consumer's input columns get 1/s)")
+    outlier_channels: int = Field(2, ge=1, le=64, description="outlier-study channels per (block, site)")
+    outlier_sites: list[Literal["v_out", "adaln_attn", "adaln_ff"]] = Field(
+        ["v_out", "adaln_attn", "adaln_ff"], min_length=1,
+        description="outlier-study injection sites: v_out (to_v rows / to_out.0 columns), adaln_attn (adaLN msa / to_q,k,v "
+                    "columns), adaln_ff (adaLN mlp / ff.net.0.proj columns)")
+    outlier_qat_steps: int = Field(0, ge=0, le=100_000, description=(
+        "outlier study: also QAT each W1.58A4 arm for this many steps (the shipped recipe: AdamW 2e-4, batch 64, data seed 0; "
+        "0 = PTQ only) and report its held-out eps-MSE"))
     quick: ClassVar[dict[str, Any]] = {"per_class": 5, "steps": 10}
 
 
@@ -84,6 +97,23 @@ class ActErrorParams(FactoryParams):
     role: str = "dit"
 
 
+class OutlierOperatorParams(FactoryParams):
+    scale: float = Field(gt=0)
+    hadamard: bool
+    term: Literal["weight_rel", "weight_out", "act_out", "layer_out"] = "layer_out"
+    seed: int = 0
+    n_channels: int = Field(2, ge=1, le=64)
+    role: str = "dit"
+
+
+class OutlierEpsParams(FactoryParams):
+    scale: float = Field(gt=0)
+    arm: Literal["hadamard", "plain", "hadamard_minus_plain"]
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    n_channels: int = Field(2, ge=1, le=64)
+    role: str = "dit"
+
+
 class PackedSizeRatioParams(FactoryParams):
     role: str
     fp_role: str = "dit"
@@ -105,5 +135,7 @@ TARGETS = {
     "attn_error": declare.metric_check(AttnErrorParams),
     "act_error": declare.metric_check(ActErrorParams),
     "packed_size_ratio": declare.metric_check(PackedSizeRatioParams),
+    "outlier_operator_error": declare.metric_check(OutlierOperatorParams),
+    "outlier_eps_mse": declare.metric_check(OutlierEpsParams),
     "sample_stat": declare.metric_check(SampleStatParams),
 }
