@@ -103,9 +103,11 @@ def measure(ctx: Any, per_class: int = 30, steps: int = 20, seed: int = 0) -> di
 
 
 def _mean_sd(xs: list[float]) -> dict[str, float]:
-    import statistics
+    """Mean and sample sd over seeds (:func:`zoo.common.spread.spread`; 0 for one seed, as the tables print it)."""
+    from zoo.common.spread import spread
 
-    return {"mean": statistics.fmean(xs), "sd": statistics.stdev(xs) if len(xs) > 1 else 0.0, "n": len(xs)}
+    s = spread(xs)
+    return {"mean": s.mean, "sd": s.sd or 0.0, "n": s.n}
 
 
 def outlier_study(fp: Any, seeds: list[int], scales: list[float], n_channels: int, sites: list[str], per_class: int, steps: int,
