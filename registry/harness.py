@@ -84,7 +84,7 @@ def options_parser(prog: str, options: type[BaseModel], description: str | None 
     for name, info in options.model_fields.items():
         kind, choices, optional = _shape(info.annotation)
         text = (info.description or "").replace("%", "%%")
-        extra = [f"default {info.default!r}" if not info.is_required() else "required"]
+        extra = [f"default {info.get_default(call_default_factory=True)!r}" if not info.is_required() else "required"]
         if name in quick:
             extra.append(f"quick {quick[name]!r}")
         help_text = f"{text} ({'; '.join(extra)})" if text else f"({'; '.join(extra)})"

@@ -152,6 +152,7 @@ class DemoOptions(Options):
     dims: list[Literal[1, 2]] = Field([1, 2], max_length=2, description="dimensions (non-string choices)")
     lr: float | None = Field(None, gt=0, le=1, description="step size (default: the recipe's)")
     plot: bool = True
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], max_length=8, description="training seeds")
     quick: ClassVar[dict[str, Any]] = {"rows": 7, "arms": ["a"]}
 
 
@@ -188,6 +189,7 @@ def test_new_shape_gets_the_engine_flags_and_its_options(new_bench, capsys: pyte
     for flag in ("--quick", "--json", "--out-dir", "--seed", "--help", "--rows", "--arms", "--mode", "--lr", "--plot", "--no-plot"):
         assert flag in text, flag
     assert "rows per arm (default 100; quick 7)" in text and "engine options (the same for every benchmark)" in text
+    assert "training seeds (default [0, 1, 2])" in text and "Undefined" not in text  # a default_factory shows its value
 
     assert main(["bench", str(spec), "--quick", "--arms", "b", "a", "--seed", "5"]) == 0
     ctx, opts = mod.RUNS[-1]
@@ -224,7 +226,7 @@ def test_new_shape_json_out_dir_and_one_line_errors(new_bench, tmp_path: Path, c
                  "--mode", "fast"]) == 0
     out = capsys.readouterr()
     doc = json.loads(out.out)  # stdout is the JSON document only; the table went to stderr
-    assert doc["result"]["rows"] == 12 and doc["options"] == {"rows": 12, "arms": ["a", "b"], "mode": "fast", "dims": [1, 2], "lr": 0.5, "plot": False}
+    assert doc["result"]["rows"] == 12 and doc["options"] == {"rows": 12, "arms": ["a", "b"], "mode": "fast", "dims": [1, 2], "lr": 0.5, "plot": False, "seeds": [0, 1, 2]}
     assert "| rows | 12 |" in out.err and not (out_dir / "demo.png").exists()
     assert not (Path.cwd() / "zoo-bench-bench-new").exists()
     for argv, flag in ((["--rows", "0"], "--rows"), (["--rows", "many"], "--rows"), (["--lr", "2"], "--lr"), (["--seed", "-1"], "--seed")):
