@@ -271,7 +271,7 @@ def plot_plateau(p: dict[str, Any], path: Path) -> Path:
     ax[0].axhline(c["teacher_heun35_sw2"][0], color="tab:green", ls="--", lw=0.8, label="learned teacher, Heun NFE 35")
     ax[0].axhline(c["data_floor_sw2"][0], color="gray", ls=":", lw=0.8, label="exact data floor")
     ax[0].set(xticks=range(len(arms)), ylabel="final one-step SW2", title="plateau ablations (D = 16; points = seeds)")
-    ax[0].set_xticklabels([a.replace(" (", "\n(") for a in arms], fontsize=6.5)
+    ax[0].set_xticklabels([a.replace(" (", "\n(") for a in arms], fontsize=6.5, rotation=25, ha="right")
     ax[0].legend(fontsize=7)
     for arm in arms:
         rs = p["arms"][arm]
