@@ -185,3 +185,89 @@ def test_ipfm_reaches_its_teacher_through_zoo_common_only():
     assert teacher.factory == "zoo.common.pfgmpp:analytic_pfgmpp"
     pipe = zoo.load("ipfm", variant="toy")
     assert type(pipe.procedures["one-step"].models["teacher"]).__module__ == "zoo.common.pfgmpp"
+
+
+def test_fresh_eval_draws_differ_per_step_and_draw_and_the_default_reuses_one_set():
+    """fresh_eval: the final draws are distinct fresh samples (different SW2 values), reproducible for the same seed;
+    without it every evaluation reuses one z set and one reference set, so an untrained generator (steps = 0) scores
+    the same at step 0 however often it is evaluated and final_draws is ignored."""
+    t = AnalyticPFGMPP("gmm3", "inf")
+    kw = dict(steps=0, init_steps=5, eval_n=300, seed=1)
+    fresh = distill(t, fresh_eval=True, final_draws=3, **kw)["final"]
+    again = distill(t, fresh_eval=True, final_draws=3, **kw)["final"]
+    assert len(set(fresh["sw2_draws"])) == 3 and fresh["sw2_draws"] == again["sw2_draws"]
+    assert abs(fresh["sw2"] - sum(fresh["sw2_draws"]) / 3) < 1e-12
+    fixed = distill(t, final_draws=3, **kw)
+    assert fixed["final"]["sw2_draws"] == [fixed["history"][-1]["sw2"]]
+    from zoo.methods.ipfm.distill import eval_seed
+
+    seeds = {eval_seed(s, st, d, w) for s in range(3) for st in range(0, 500, 25) for d in range(8) for w in range(3)}
+    assert len(seeds) == 3 * 20 * 8 * 3
+
+
+def test_learned_teacher_replaces_the_exact_field_in_distillation():
+    """teacher_field='learned': after the one cached fit, distillation never calls the exact field (the trick that makes
+    finite-D runs cheap); the generator starts as the teacher network's weights; the fit approximates the exact field
+    (relative field error at sigma in [0.1, 5] well below an untrained network's) and leaves the global RNG alone."""
+    from zoo.common.pfgmpp import EDMField
+    from zoo.methods.ipfm.distill import LearnedTeacher, learned_teacher
+
+    t = AnalyticPFGMPP("gmm3", "inf")
+    lt = learned_teacher(t, 300)
+    state = torch.random.get_rng_state()
+    lt2 = learned_teacher(t, 300)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert all(torch.equal(a, b) for a, b in zip(lt.net.state_dict().values(), lt2.net.state_dict().values()))
+    g = torch.Generator().manual_seed(0)
+    y = t.gmm.sample(500, g)
+    sig = torch.exp(torch.empty(500, dtype=torch.float64).uniform_(math.log(0.1), math.log(5.0), generator=g))
+    x = y + sig[:, None] * torch.randn(500, 2, dtype=torch.float64, generator=g)
+    exact = t.denoise(x, sig)
+    err = lambda f: float(((f - exact) ** 2).sum() / ((x - exact) ** 2).sum())  # noqa: E731
+    torch.manual_seed(0)
+    untrained = LearnedTeacher(t, EDMField(2, t.sigma_data, 64, 3))
+    assert err(lt.denoise(x, sig)) < 0.2 * err(untrained.denoise(x, sig))
+    calls = t.calls
+    out = distill(lt, steps=3, eval_every=3, eval_n=200, teacher_field="learned")
+    assert t.calls == calls and lt.calls > 0
+    out0 = distill(lt, steps=0, eval_n=200, teacher_field="learned", ema=0)
+    assert all(torch.equal(a, b) for a, b in zip(out0["generator"].state_dict().values(), lt.net.state_dict().values()))
+    assert out["history"][-1]["step"] == 3
+
+
+def test_generator_noise_laws():
+    """tmax: SiD's rule on [0.002, ~24.4]; loguniform on the same range with median sqrt(0.002 * 24.4); lognormal:
+    median exp(-1.2); an unknown law is refused."""
+    from zoo.methods.ipfm.losses import gen_sigma
+
+    g = torch.Generator().manual_seed(0)
+    tm, lu, ln = (gen_sigma(k, 20000, g) for k in ("tmax", "loguniform", "lognormal"))
+    assert tm.min() >= 0.002 - 1e-12 and tm.max() <= 24.5 and lu.min() >= 0.002 - 1e-12 and lu.max() <= 24.4 + 1e-9
+    assert abs(float(lu.log().median()) - 0.5 * math.log(0.002 * 24.4)) < 0.1
+    assert abs(float(ln.log().median()) + 1.2) < 0.05 and ln.max() > 24.4
+    with pytest.raises(ValueError):
+        gen_sigma("uniform", 4, g)
+
+
+def test_bands_verdict_follows_the_preregistered_rule(monkeypatch):
+    """bands(): 'supported' only when the paired AUC difference (16 - inf) is < 0 by more than 2 s.e.; a consistent
+    -0.05 passes, a difference inside its spread does not (synthetic runs; no training)."""
+    from zoo.methods.ipfm import benchmark as b
+    from zoo.methods.ipfm.params import BenchOptions
+
+    def fake_run(shift):
+        def run(D, seed, opts, **kw):
+            sw = 0.3 + (shift[seed] if D == "16" else 0.0)
+            h = [{"step": 0, "sw2": sw}, {"step": 10, "sw2": sw}]
+            return {"seed": seed, "history": h, "start_sw2": sw, "final": {"sw2": sw}, "auc": b.auc(h), "steps_to_threshold": None}
+        return run
+
+    monkeypatch.setattr(b, "ceiling", lambda *a: {"teacher_heun35_sw2": (0.07, 0.0), "data_floor_sw2": (0.07, 0.0)})
+    monkeypatch.setattr(b, "learned_teacher", lambda *a, **k: None)
+    opts = BenchOptions(bands_seeds=[0, 1, 2, 3, 4])
+    monkeypatch.setattr(b, "_run", fake_run([-0.05, -0.06, -0.04, -0.05, -0.055]))
+    assert b.bands(opts, progress=False)["verdict"] == "supported"
+    monkeypatch.setattr(b, "_run", fake_run([-0.05, 0.04, -0.03, 0.05, -0.02]))
+    res = b.bands(opts, progress=False)
+    assert res["verdict"].startswith("not supported") and abs(res["paired_auc"]["mean"] + 0.002) < 1e-12
+    assert b.auc([{"step": 0, "sw2": 1.0}, {"step": 10, "sw2": 0.0}, {"step": 30, "sw2": 0.0}]) == pytest.approx(5 / 30)

@@ -14,7 +14,18 @@ Alternating, data-free loop (Shlenskii & Korotin, arXiv 2509.22454, sec. 3-4; co
 The generator is ``G_theta(z) = f_theta(z, sigma_init)`` with ``z`` a PFGM++ kernel sample around 0 at ``sigma_init``
 (``r = sigma_init sqrt(D)``) -- SiD's recipe with the Gaussian replaced by the heavy-tailed kernel. The teacher is the
 exact analytic field (:class:`zoo.common.pfgmpp.AnalyticPFGMPP`), so the generator and fake field are the only
-learned parts; unlike the paper they start from scratch (there are no teacher weights to copy) -- a departure.
+learned parts by default; both start from a learned copy of that field (``init_steps`` regression steps), which
+plays the role of the paper's initialisation from the teacher network.
+
+``teacher_field="learned"`` replaces the exact field by a network: :class:`LearnedTeacher`, one EDM-preconditioned
+MLP regressed on the exact field once per ``(mixture, D)`` (seed ``teacher_seed``, cached in the process) and frozen.
+That is the paper's setting (a trained PFGM++ network teacher; generator and fake field initialised from its
+weights) and it is ~5x cheaper at finite D than the exact quadrature field.
+
+``fresh_eval=True`` draws a fresh generator input ``z``, a fresh exact reference set and fresh SW2 projections at
+every evaluation, each seeded from ``(seed, step, draw)`` (:func:`eval_seed`), and averages ``final_draws`` such
+draws at the last step (``out["final"]``); the default reuses one ``z`` set and one reference set per run (the
+shipped generator's spec metric is that evaluation).
 """
 from __future__ import annotations
 
@@ -30,7 +41,7 @@ from registry.results import ProcedureOutput
 from zoo.common.pfgmpp import AnalyticPFGMPP, EDMField, as_D, pfgmpp_noise, quality
 from zoo.common.training import EMA
 
-from .losses import ipfm_loss, sid_loss, sid_weight, sigma_lognormal, sigma_sid_tmax
+from .losses import gen_sigma, ipfm_loss, sid_loss, sid_weight, sigma_lognormal
 from .params import CallSteps, IPFMDistillCli, IPFMDistillParams
 
 
@@ -65,10 +76,63 @@ def fit_teacher_copy(teacher: AnalyticPFGMPP, net: EDMField, steps: int, batch: 
     return net
 
 
+class LearnedTeacher(torch.nn.Module):
+    """A frozen network copy ``f_phi`` of an exact PFGM++ teacher, with the teacher's interface (``denoise``, ``prior``,
+    ``gmm``, ``D``, ``dim``, ``sigma_data``): the toy stand-in for the paper's trained NCSN++ PFGM++ teacher. The data
+    law ``gmm`` is kept only for the metrics; distillation never samples it."""
+
+    def __init__(self, exact: AnalyticPFGMPP, net: EDMField):
+        super().__init__()
+        self.gmm, self.D, self.mixture = exact.gmm, exact.D, exact.mixture
+        self._sigma_data = exact.sigma_data
+        self.net = net.requires_grad_(False).eval()
+        self.calls = 0
+
+    @property
+    def dim(self) -> int:
+        return self.gmm.dim
+
+    @property
+    def sigma_data(self) -> float:
+        return self._sigma_data
+
+    def denoise(self, x: torch.Tensor, sigma: Any) -> torch.Tensor:
+        """The network's field at ``sigma`` (scalar or ``(B,)``), float64 out, differentiable in ``x``."""
+        self.calls += 1
+        sig = torch.as_tensor(sigma, dtype=torch.float32).reshape(-1).expand(x.shape[0])
+        return self.net(x.float(), sig).double()
+
+    def prior(self, n: int, sigma_max: float, generator: torch.Generator | None = None) -> torch.Tensor:
+        return pfgmpp_noise(n, self.dim, sigma_max, self.D, generator)
+
+
+_LEARNED: dict[tuple, EDMField] = {}
+
+
+def learned_teacher(exact: AnalyticPFGMPP, steps: int = 600, width: int = 64, layers: int = 3, batch: int = 256,
+                    teacher_seed: int = 0) -> LearnedTeacher:
+    """The frozen network teacher of ``exact`` (:func:`fit_teacher_copy`, ``steps`` at lr 1e-3, seed ``teacher_seed``),
+    fitted once per process and key; the global torch RNG is left as it was (the caller reseeds)."""
+    key = (exact.mixture, exact.D, exact.nodes, steps, width, layers, batch, teacher_seed)
+    if key not in _LEARNED:
+        with torch.random.fork_rng():
+            torch.manual_seed(teacher_seed)
+            net = EDMField(exact.dim, exact.sigma_data, width, layers)
+            _LEARNED[key] = fit_teacher_copy(exact, net, steps, batch, 1e-3, torch.Generator().manual_seed(teacher_seed))
+    return LearnedTeacher(exact, copy.deepcopy(_LEARNED[key]))
+
+
+def eval_seed(seed: int, step: int, draw: int, what: int) -> int:
+    """The seed of a fresh evaluation draw: distinct for every (training seed, step, draw, what in {z, reference,
+    projections}) with ``step < 10**6``, ``draw < 100``."""
+    return 10**10 * (seed + 1) + 1000 * step + 10 * draw + what
+
+
 def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, steps: int = 400, batch: int = 256, lr: float = 3e-4,
             sigma_init: float = 2.5, fake_iters: int = 2, fake_warmup: int = 0, width: int = 64, layers: int = 3, seed: int = 0,
             eval_every: int = 50, eval_n: int = 2000, generator: EDMField | None = None, progress: bool = False,
-            fake_lr: float | None = None, init_steps: int = 600, ema: float = 0.99) -> dict[str, Any]:
+            fake_lr: float | None = None, init_steps: int = 600, ema: float = 0.99, teacher_field: str = "exact",
+            teacher_steps: int = 600, gen_sigma_law: str = "tmax", fresh_eval: bool = False, final_draws: int = 1) -> dict[str, Any]:
     """Run the alternating loop; returns ``{"generator", "fake", "history": [{step, sw2, loglik}], ...}``.
 
     Deterministic given ``seed`` on one thread. ``loss="ipfm"`` ignores ``alpha`` (it is 2 x SiD at alpha = 1/2).
@@ -76,12 +140,23 @@ def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, 
     :class:`zoo.common.training.EMA`; ``ema = 0``: the raw generator), as the paper tracks EMAs of G.
     Both networks start as a learned copy of the teacher field (``init_steps`` regression steps, as the paper
     initialises them from the teacher network); ``fake_warmup`` fake-field steps then run before the first generator step.
+    ``teacher_field="learned"``: the teacher is :func:`learned_teacher` (``teacher_steps`` regression steps, width 64,
+    3 layers, seed 0) and the generator and fake field start as exact copies of its weights when their shape is the
+    teacher's (the paper's initialisation), else as a learned copy of it (``init_steps``).
+    ``gen_sigma_law``: the generator-step noise-level law (:data:`~.losses.GEN_SIGMA_LAWS`; ``tmax`` = SiD's / the code's).
     """
+    if teacher_field not in ("exact", "learned"):
+        raise ValueError(f"teacher_field must be 'exact' or 'learned', got {teacher_field!r}")
+    if teacher_field == "learned" and not isinstance(teacher, LearnedTeacher):
+        teacher = learned_teacher(teacher, teacher_steps)
     D = teacher.D
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     dim, sd = teacher.dim, teacher.sigma_data
-    if generator is not None:
+    if isinstance(teacher, LearnedTeacher) and generator is None and (width, layers) == (64, 3):
+        gen = copy.deepcopy(teacher.net).requires_grad_(True).train()
+        fake = copy.deepcopy(gen)
+    elif generator is not None:
         gen = generator
         fake = fit_teacher_copy(teacher, EDMField(dim, sd, width, layers), init_steps, batch, 1e-3, g)
     else:
@@ -108,16 +183,22 @@ def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, 
     avg = EMA(gen, max_decay=ema) if ema > 0 else None
     gen_eval = copy.deepcopy(gen) if avg is not None else gen
 
-    def evaluate(step: int) -> None:
-        if avg is not None:
+    def evaluate(step: int, draw: int = 0) -> dict[str, float]:
+        if avg is not None and draw == 0:
             avg.copy_to(gen_eval)
         with torch.no_grad():
-            s = generator_samples(gen_eval, eval_n, D, sigma_init, eval_g())
-        history.append({"step": step, **quality(s, teacher, reference)})
+            if not fresh_eval:
+                return quality(generator_samples(gen_eval, eval_n, D, sigma_init, eval_g()), teacher, reference)
+            s = generator_samples(gen_eval, eval_n, D, sigma_init, torch.Generator().manual_seed(eval_seed(seed, step, draw, 0)))
+            ref = teacher.gmm.sample(eval_n, torch.Generator().manual_seed(eval_seed(seed, step, draw, 1)))
+            return quality(s, teacher, ref, seed=eval_seed(seed, step, draw, 2))
+
+    def record(step: int) -> None:
+        history.append({"step": step, **evaluate(step)})
 
     for _ in range(fake_warmup):
         fake_step()
-    evaluate(0)
+    record(0)
     it = range(1, steps + 1)
     if progress:
         from zoo.common.training import progress as bar
@@ -128,7 +209,7 @@ def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, 
             fake_step()
         fake.requires_grad_(False)
         y = generator_samples(gen, batch, D, sigma_init, g)
-        sig = sigma_sid_tmax(batch, g)
+        sig = gen_sigma(gen_sigma_law, batch, g)
         x = y.double() + kernel_noise(batch, dim, sig, D, g)
         f_t = teacher.denoise(x, sig).float()
         f_f = fake(x.float(), sig.float())
@@ -141,10 +222,14 @@ def distill(teacher: AnalyticPFGMPP, *, loss: str = "ipfm", alpha: float = 0.5, 
         if avg is not None:
             avg.update(gen, step)
         if step % eval_every == 0 or step == steps:
-            evaluate(step)
+            record(step)
     if avg is not None:
         avg.copy_to(gen_eval)
-    return {"generator": gen_eval, "raw_generator": gen, "fake": fake, "history": history, "D": D, "loss": loss, "alpha": alpha}
+    draws = [history[-1]] + [evaluate(steps, k) for k in range(1, final_draws if fresh_eval else 1)]
+    final = {k: sum(d[k] for d in draws) / len(draws) for k in ("sw2", "loglik")}
+    final["sw2_draws"] = [d["sw2"] for d in draws]
+    return {"generator": gen_eval, "raw_generator": gen, "fake": fake, "history": history, "final": final, "D": D, "loss": loss,
+            "alpha": alpha, "teacher": teacher}
 
 
 def steps_to_threshold(history: list[dict[str, float]], threshold: float) -> int | None:
@@ -188,7 +273,8 @@ class IPFMDistill(Procedure):
         out = distill(teacher, loss=p.loss, alpha=p.alpha, steps=p.steps if steps is None else steps, batch=p.batch, lr=p.lr,
                       sigma_init=p.sigma_init, fake_iters=p.fake_iters, fake_warmup=p.fake_warmup, width=p.width, layers=p.layers,
                       seed=seed, eval_every=p.eval_every, eval_n=p.eval_n,
-                      init_steps=p.init_steps if init_steps is None else init_steps, fake_lr=p.fake_lr, ema=p.ema)
+                      init_steps=p.init_steps if init_steps is None else init_steps, fake_lr=p.fake_lr, ema=p.ema,
+                      teacher_field=p.teacher_field, teacher_steps=p.teacher_steps, gen_sigma_law=p.gen_sigma)
         gen = out["generator"]
         with torch.no_grad():
             s = generator_samples(gen, num_samples, teacher.D, p.sigma_init, torch.Generator().manual_seed(seed + 3)).double()

@@ -12,9 +12,11 @@
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-__all__ = ["ipfm_loss", "sid_loss", "sid_weight", "sigma_lognormal", "sigma_sid_tmax"]
+__all__ = ["ipfm_loss", "sid_loss", "sid_weight", "sigma_lognormal", "sigma_sid_tmax", "sigma_loguniform", "GEN_SIGMA_LAWS", "gen_sigma"]
 
 
 def ipfm_loss(f_teacher: torch.Tensor, f_fake: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -47,3 +49,26 @@ def sigma_sid_tmax(n: int, generator: torch.Generator, t_max: float = 800.0, sig
     return (a + (1 - u) * (b - a)) ** rho
 
 
+
+
+def sigma_loguniform(n: int, generator: torch.Generator, sigma_min: float = 0.002, sigma_max: float = 24.4) -> torch.Tensor:
+    """``ln sigma ~ U[ln sigma_min, ln sigma_max]`` on the same range as SiD's ``t_max = 800`` rule (an ablation arm,
+    not a paper setting: it spreads the generator-step noise levels evenly in log sigma)."""
+    u = torch.rand(n, generator=generator, dtype=torch.float64)
+    return (math.log(sigma_min) + u * (math.log(sigma_max) - math.log(sigma_min))).exp()
+
+
+#: the generator-step noise-level laws: ``tmax`` = SiD's / the IPFM code's (``sid_training_loop.py``: ``t ~ U[0, tmax]``,
+#: Karras-spaced), ``lognormal`` = EDM's training law, the one the fake field is fitted with, ``loguniform`` = the ablation
+GEN_SIGMA_LAWS = ("tmax", "lognormal", "loguniform")
+
+
+def gen_sigma(law: str, n: int, generator: torch.Generator) -> torch.Tensor:
+    """``n`` generator-step noise levels from ``law`` (one of :data:`GEN_SIGMA_LAWS`)."""
+    if law == "tmax":
+        return sigma_sid_tmax(n, generator)
+    if law == "lognormal":
+        return sigma_lognormal(n, generator)
+    if law == "loguniform":
+        return sigma_loguniform(n, generator)
+    raise ValueError(f"gen_sigma must be one of {GEN_SIGMA_LAWS}, got {law!r}")

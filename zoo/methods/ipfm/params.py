@@ -34,6 +34,13 @@ class IPFMDistillParams(ProcedureParams):
     eval_every: int = Field(50, ge=1, le=200_000)
     eval_n: int = Field(2000, ge=16, le=1_000_000)
     ema: float = Field(0.99, ge=0.0, le=0.99999, description="EMA decay of the returned generator (0: none)")
+    teacher_field: Literal["exact", "learned"] = Field(
+        "exact", description="exact: the analytic PFGM++ field is f_phi; learned: a frozen network copy of it (the paper's "
+                             "network teacher; generator and fake start from its weights)")
+    teacher_steps: int = Field(600, ge=1, le=100_000, description="regression steps of the learned teacher (teacher_field: learned)")
+    gen_sigma: Literal["tmax", "lognormal", "loguniform"] = Field(
+        "tmax", description="generator-step noise-level law: tmax = SiD's / the IPFM code's t_max = 800 rule; lognormal = "
+                            "EDM's ln sigma ~ N(-1.2, 1.2^2), the fake fit's; loguniform on [0.002, 24.4] (an ablation)")
 
 
 class IPFMDistillCli(CliInputs):
@@ -67,6 +74,15 @@ class BenchOptions(Options):
     threshold: float = Field(0.25, gt=0, le=100.0, description="SW2 threshold for the steps-to-quality column")
     n: int = Field(2000, ge=16, le=100_000, description="samples per evaluation")
     sid: bool = Field(True, description="the SiD baselines at D = inf (--no-sid skips them)")
+    bands_seeds: list[Annotated[int, Field(ge=0, le=10_000)]] = Field(
+        [], max_length=32, description="run the D = 16 vs D = inf convergence study over these training seeds instead of the "
+                                       "table (learned teacher, fresh evaluation draws; ipfm-bands.png / ipfm-study.json)")
+    plateau_seeds: list[Annotated[int, Field(ge=0, le=10_000)]] = Field(
+        [], max_length=32, description="run the plateau ablations at D = 16 over these training seeds instead of the table "
+                                       "(capacity, fake-fit iterations, generator noise-level law, exact teacher; ipfm-plateau.png)")
+    study_steps: int = Field(400, ge=1, le=100_000, description="generator steps per run of the bands / plateau studies")
+    study_eval_every: int = Field(25, ge=1, le=100_000, description="evaluation interval of the studies (fresh draws each)")
+    final_draws: int = Field(4, ge=1, le=64, description="fresh evaluation draws averaged for a study run's final SW2")
     quick: ClassVar[dict[str, Any]] = {"D": ["16", "inf"], "steps": 100, "n": 1000, "sid": False}
 
 
