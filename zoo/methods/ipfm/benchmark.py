@@ -98,9 +98,11 @@ def plot(res: dict[str, Any], path: Path) -> Path:
 
 
 def _mean_sd(xs: list[float]) -> tuple[float, float]:
-    import statistics
+    """Mean and sample sd over seeds (:func:`zoo.common.spread.spread`; 0 for one seed, as the tables print it)."""
+    from zoo.common.spread import spread
 
-    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+    s = spread(xs)
+    return s.mean, s.sd or 0.0
 
 
 def auc(history: list[dict[str, float]]) -> float:
