@@ -370,6 +370,82 @@ def test_column_training_is_byte_reproducible_and_seeded():
         toy_tokenizer("rows", 3)
 
 
+def test_length_curriculum_is_shorter_additions_in_the_same_layout():
+    """toy-long's length curriculum: with ``active_digits = k`` the operand digits above the first k are 0 (the same
+    randint draw, so the low digits equal the unrestricted batch's), the layout and prompt length are unchanged and
+    the answers stay correct; ``curriculum_digits`` ramps from the start to all digits over its fraction of the
+    steps, then stops; a curriculum changes the trained weights (a loop ignoring it would not) and is refused on
+    the 3-digit step task."""
+    from zoo.methods.poe_bridge.columns import ColumnTokenizer
+    from zoo.methods.poe_bridge.training import curriculum_digits, train_ar_qwen2
+
+    tok = ColumnTokenizer(31)
+    full, P = tok.training_batch(16, torch.Generator().manual_seed(3), set(), 64)
+    short, P2 = tok.training_batch(16, torch.Generator().manual_seed(3), set(), 64, active_digits=5)
+    assert P == P2 == 64 and short.shape == full.shape
+    zero = tok.stoi["0"]
+    assert torch.equal(short[:, 1:11], full[:, 1:11])  # columns 0..4: the same digits
+    assert (short[:, 11:P - 1] == zero).all() and not (full[:, 11:P - 1] == zero).all()
+    for row in short:
+        prompt = tok.decode(row[1:P - 1].tolist())
+        a, b = int(prompt[0::2][::-1]), int(prompt[1::2][::-1])
+        assert a < 10**5 and b < 10**5
+        assert tok.decode(row[P:P + 62].tolist()) == tok.solution(a, b)
+    with pytest.raises(ValueError, match="active_digits"):
+        tok.training_batch(2, torch.Generator(), set(), 64, active_digits=0)
+    ramp = [curriculum_digits(s, 100, 31, 0.4, 3) for s in range(100)]
+    assert ramp[0] == 3 and ramp[39] == 30 and ramp[40:] == [None] * 60
+    assert all(x <= y for x, y in zip(ramp[:40], ramp[1:40]))
+    assert curriculum_digits(0, 100, 31, 0.0, 3) is None
+    arch = {"task": "columns", "max_new_tokens": 64, "max_position_embeddings": 128}
+    a = train_ar_qwen2(2, 2, 3e-3, 31, 0, **arch).state_dict()
+    c = train_ar_qwen2(2, 2, 3e-3, 31, 0, curriculum=0.9, **arch).state_dict()
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+    with pytest.raises(ValueError, match="columns task only"):
+        train_ar_qwen2(1, 2, 3e-3, 3, 0, curriculum=0.5)
+
+
+def test_seed_pairs_train_into_the_output_folder_once(tmp_path, monkeypatch, capsys: pytest.CaptureFixture[str]):
+    """``train_long_seed``: another training seed's toy-long pair is written by the trainer (here a stand-in that
+    records its seed) through the engine's ``ctx.path`` into ``toy-long-seed<N>/`` of the output folder, with the
+    spec's recipe (or ``--train-recipe`` overrides); a second call reuses the files, a missing or different recipe
+    record retrains. ``--train-seeds`` without
+    toy-long in --variants is one error line naming it (exit 2)."""
+    import zoo
+    from registry.context import Context
+    from registry.loader import find_spec_by_name
+    from zoo.cli import main
+    from zoo.methods.poe_bridge import train
+    from zoo.methods.poe_bridge.benchmark import parse_recipe
+
+    calls = []
+
+    def fake(run, opts):
+        calls.append((run.seed, opts.ar_steps))
+        for name in train.LONG_FILES:
+            run.path(name).write_bytes(f"{name} {run.seed}".encode())
+
+    monkeypatch.setattr(train, "train_long", fake)
+    spec, file = zoo.spec("poe-bridge"), find_spec_by_name("poe-bridge")
+    ctx = Context(spec, file, out_dir=tmp_path)
+    r = train.train_long_seed(ctx, 3)
+    assert calls == [(3, spec.training["toy-long"].params["ar_steps"])] and r["trained"]
+    assert r["paths"]["target"] == tmp_path / "toy-long-seed3" / "poe-bridge-long-ar.safetensors"
+    assert r["recipe"]["seed"] == 3 and r["recipe"]["ar_curriculum"] == 0.0
+    again = train.train_long_seed(ctx, 3)
+    assert not again["trained"] and len(calls) == 1 and again["sha256"] == r["sha256"]
+    (tmp_path / "toy-long-seed3" / "recipe.json").unlink()
+    assert train.train_long_seed(ctx, 3)["trained"] and len(calls) == 2
+    recipe = parse_recipe(["ar_steps=7", "ar_curriculum=0.4"])
+    assert recipe == {"ar_steps": 7, "ar_curriculum": 0.4}
+    other = train.train_long_seed(ctx, 3, recipe)  # another recipe: retrained, recorded
+    assert other["trained"] and calls[-1] == (3, 7) and other["recipe"]["ar_curriculum"] == 0.4
+    with pytest.raises(Exception, match="KEY=VALUE"):
+        parse_recipe(["ar_steps"])
+    assert main(["bench", "poe-bridge", "--variants", "toy", "--train-seeds", "1", "--out-dir", str(tmp_path / "b")]) == 2
+    assert "--train-seeds" in capsys.readouterr().err
+
+
 def test_bench_quick_writes_table_png_and_json(tmp_path, capsys: pytest.CaptureFixture[str]):
     """``zoo bench poe-bridge --quick`` (2 problems here): the engine's flags, the toy pair's table in the report
     (every row, the speed summary), the PNG and ``poe-bridge-bench.json`` (the rows, speedup rows after them) in
@@ -394,6 +470,12 @@ def test_bench_quick_writes_table_png_and_json(tmp_path, capsys: pytest.CaptureF
     assert (tmp_path / "poe-bridge-bench.md").read_text().lstrip().startswith("[toy]")
     assert main(["bench", "poe-bridge", "--variants", "toy-equal", "--sweep-w", "--out-dir", str(tmp_path / "x")]) == 2
     assert "--sweep-w" in capsys.readouterr().err
+    # two pairs, then the w sweep on the toy pair's models (a later pair must not replace them)
+    assert main(["bench", "poe-bridge", "--quick", "--problems", "1", "--variants", "toy", "toy-equal", "--sweep-w",
+                 "--out-dir", str(tmp_path / "y")]) == 0
+    rows = json.loads((tmp_path / "y" / "poe-bridge-bench.json").read_text())["result"]["rows"]
+    assert [r["method"] for r in rows if r["method"].startswith("sweep")] == [f"sweep w={w}" for w in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)]
+    assert {r["variant"] for r in rows} == {"toy", "toy-equal"}
 
 
 def test_trainers_write_the_declared_files_reproducibly(tmp_path):

@@ -56,10 +56,54 @@ def _accepted_per_window(proc, n_problems: int) -> float:
     return acc / max(win, 1)
 
 
-def run_pair(ctx: Any, variant: str, args: BenchOptions) -> tuple[list[dict], dict, dict]:
+def parse_recipe(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` overrides of the toy-long recipe (``--train-recipe``), values read as JSON (numbers, true/false)
+    where they parse, else as text; the trainer's options validate them."""
+    import json
+
+    from registry.errors import Location, ParamError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamError(f"--train-recipe takes KEY=VALUE items, got {item!r}", Location(None, None, None, "--train-recipe"))
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def seed_models(ctx: Any, seed: int, device: str = "cpu", recipe: dict[str, Any] | None = None) -> tuple[Any, dict]:
+    """The ``toy-long`` roles of training seed ``seed``: fresh copies built by the engine from the spec
+    (``ctx.models``), their weights replaced (strictly) by the pair :func:`~.train.train_long_seed` trains with the
+    spec's recipe (updated by ``recipe``) into the run's output folder; seed 0 without ``recipe``: the shipped pair
+    itself (``zoo train poe-bridge --only toy-long --check`` compares it with that recipe's bytes). Returns the
+    roles and the pair's record (sha256)."""
+    from safetensors.torch import load_file
+
+    from .train import train_long_seed
+
+    roles = ctx.models("toy-long", roles=["proposal", "target"])
+    if seed == 0 and not recipe:
+        record = {"seed": 0, "trained": False, "sha256": {r: ctx.spec.models[r].variants["toy-long"].sha256
+                                                          for r in ("proposal", "target")}}
+    else:
+        record = train_long_seed(ctx, seed, recipe)
+        for role, path in record["paths"].items():
+            roles[role].load_state_dict(load_file(str(path)), strict=True)
+    if device != "cpu":
+        for m in roles.values():
+            m.to(device)
+    return roles, record
+
+
+def run_pair(ctx: Any, variant: str, args: BenchOptions, models: Any = None) -> tuple[list[dict], dict, dict]:
     """The benchmark rows of one model pair; returns (rows, spec sampler params, forward costs). Each row
     keeps its fastest wall round and, separately, its lowest thread-CPU round; ``model_s`` is the cost model
-    (:func:`~zoo.methods.poe_bridge.speed.cost_model_s`) with the pair's :func:`forward_costs`."""
+    (:func:`~zoo.methods.poe_bridge.speed.cost_model_s`) with the pair's :func:`forward_costs`. ``models``:
+    these roles instead of the variant's pipeline's (another training seed's pair, :func:`seed_models`)."""
     from zoo.common.masked_dlm import ConfidenceDecoding
     from zoo.methods.poe_bridge.baselines import ARDecoding
     from zoo.methods.poe_bridge.metrics import evaluate
@@ -67,9 +111,9 @@ def run_pair(ctx: Any, variant: str, args: BenchOptions) -> tuple[list[dict], di
     from zoo.methods.poe_bridge.speed import cost_model_s, forward_costs, verify_key
 
     device = args.device
-    pipe = build(ctx, variant, device)
-    models = pipe.models
-    spec_params = {n: dict(pipe.spec.samplers[n].params) for n in pipe.spec.samplers}
+    if models is None:
+        models = build(ctx, variant, device).models
+    spec_params = {n: dict(ctx.spec.samplers[n].params) for n in ctx.spec.samplers}
     if args.verify_window:
         for v in spec_params.values():
             v["verify_window"] = args.verify_window
@@ -145,7 +189,7 @@ def print_table(variant: str, results: list[dict], costs: dict, problems: int, w
 
     ar, dlm = results[0], results[1]
     clock = "thread-CPU" if costs["clock"] == "thread-cpu" else "CUDA wall"
-    lines.append(f"\n[{variant}] Toy {TITLES.get(variant, variant)}; {problems} held-out problems; one thread, torch {torch.__version__}")
+    lines.append(f"\n[{variant}] Toy {TITLES.get(variant.split('/')[0], variant)}; {problems} held-out problems; one thread, torch {torch.__version__}")
     lanes = sorted(int(k[len("verify_k"):-3]) for k in costs if k.startswith("verify_k"))
     lines.append(f"cost per forward ({clock} ms, median): DLM {costs['dlm_forward_ms']:.3f} over prompt + {costs['answer_region']} "
           f"masks; AR step {costs['ar_step_ms']:.3f}; " + ", ".join(
@@ -253,15 +297,32 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
     summaries: dict[str, list[dict]] = {}
     spec_params: dict = {}
     models = None
-    for variant in opts.variants:
-        rows, params_v, costs = run_pair(ctx, variant, opts)
+    if opts.train_seeds and "toy-long" not in opts.variants:
+        raise ParamError("--train-seeds benchmarks toy-long once per training seed: add toy-long to --variants",
+                         Location(None, None, None, "--train-seeds"))
+    runs = [(v, None) for v in opts.variants if not (v == "toy-long" and opts.train_seeds)]
+    runs += [("toy-long", s) for s in opts.train_seeds] if "toy-long" in opts.variants else []
+    records: dict[int, dict] = {}
+    for variant, seed in runs:
+        pair = None
+        label = variant
+        if seed is not None:
+            pair, records[seed] = seed_models(ctx, seed, opts.device, parse_recipe(opts.train_recipe))
+            label = f"toy-long/seed{seed}"
+        rows, params_v, costs = run_pair(ctx, variant, opts, pair)
         lines: list[str] = []
-        summaries[variant] = print_table(variant, rows, costs, opts.problems, params_v["poe-bridge"]["verify_window"], out=lines)
+        summaries[label] = print_table(label, rows, costs, opts.problems, params_v["poe-bridge"]["verify_window"], out=lines)
+        if seed is not None:
+            sha = records[seed]["sha256"]
+            how = "the shipped pair" if not records[seed]["trained"] and "recipe" not in records[seed] else (
+                "trained by the spec recipe" + (f" with {' '.join(opts.train_recipe)}" if opts.train_recipe else ""))
+            lines.insert(1, f"training seed {seed} ({how}): "
+                         f"AR {sha['target'][:12]}..., DLM {sha['proposal'][:12]}...")
         ctx.report("\n".join(lines))
         for r in rows:
-            r.update(costs)
+            r.update(costs, training_seed=seed)
         all_results += rows
-        all_results += [dict(s, method=f"speedup {s['row']}", variant=variant) for s in summaries[variant]]
+        all_results += [dict(s, method=f"speedup {s['row']}", variant=variant, training_seed=seed) for s in summaries[label]]
         if variant == "toy":
             results, spec_params = rows, params_v
             models = build(ctx, "toy", opts.device).models
@@ -281,6 +342,42 @@ def run(ctx: Any, opts: BenchOptions) -> dict[str, Any]:
             results.append(sweep_row)
             all_results.append(sweep_row)
         ctx.report("\n".join(lines))
+    if len(opts.train_seeds) > 1:
+        spread_lines, spread = seed_spread(all_results, opts.train_seeds)
+        ctx.report("\n".join(spread_lines))
+        all_results += spread
     if results:
-        plot(results, summaries, ctx.figure("poe-bridge-bench.png"))
-    return {"rows": all_results}
+        plot(results, {k: v for k, v in summaries.items() if "/" not in k}, ctx.figure("poe-bridge-bench.png"))
+    return {"rows": all_results, "training_pairs": {str(k): {"seed": k, "sha256": v["sha256"], "recipe": v.get("recipe")}
+                                                    for k, v in records.items()}}
+
+
+SPREAD = [("AR acc", "AR decoding", "accuracy"), ("DLM acc", "DLM decoding (entropy, 2", "accuracy"),
+          ("K=1 acc", "PoE-Bridge K=1", "accuracy"), ("K=4 acc", "PoE-Bridge K=4 multinomial", "accuracy"),
+          ("K=1 fwd", "speedup K=1", "fwd"), ("K=1 model", "speedup K=1", "model"), ("K=1 CPU", "speedup K=1", "cpu"),
+          ("K=1 wall", "speedup K=1", "wall"), ("K=4 fwd", "speedup K=4", "fwd"), ("K=4 model", "speedup K=4", "model"),
+          ("K=4 CPU", "speedup K=4", "cpu"), ("K=4 wall", "speedup K=4", "wall")]
+
+
+def seed_spread(rows: list[dict], seeds: list[int]) -> tuple[list[str], list[dict]]:
+    """The training-seed spread on ``toy-long``: per seed, the accuracies (AR target, DLM decoding at 2 tokens/step,
+    PoE-Bridge K = 1 and K = 4) and PoE-Bridge's speedups over DLM decoding (forward count, cost model, thread CPU,
+    wall); then mean +- sample standard deviation over the seeds. Returns the table lines and one row per
+    quantity (``method: seed spread <name>``, per-seed ``values``, ``mean``, ``sd``)."""
+    from statistics import mean, stdev
+
+    def value(seed: int, start: str, key: str) -> float:
+        return next(r[key] for r in rows if r.get("training_seed") == seed and r["method"].startswith(start))
+
+    table = {name: [value(s, start, key) for s in seeds] for name, start, key in SPREAD}
+    names = [n for n, _, _ in SPREAD]
+    lines = [f"\n[toy-long] training-seed spread over seeds {', '.join(map(str, seeds))} (speedups: PoE-Bridge tok/s over "
+             "DLM decoding at 2 tok/step)", "| seed | " + " | ".join(f"{n:>9}" for n in names) + " |",
+             "|------|" + "|".join("-" * 11 for _ in names) + "|"]
+    for i, s in enumerate(seeds):
+        lines.append(f"| {s:4d} | " + " | ".join(f"{table[n][i]:9.3f}" for n in names) + " |")
+    lines.append("| mean | " + " | ".join(f"{mean(table[n]):9.3f}" for n in names) + " |")
+    lines.append("|   sd | " + " | ".join(f"{stdev(table[n]):9.3f}" for n in names) + " |")
+    out = [{"method": f"seed spread {n}", "variant": "toy-long", "seeds": list(seeds), "values": table[n],
+            "mean": mean(table[n]), "sd": stdev(table[n])} for n in names]
+    return lines, out

@@ -106,18 +106,24 @@ class ColumnTokenizer(SymbolTokenizer):
         return out
 
     def training_batch(self, n: int, generator: "torch.Generator", banned: set[tuple[int, int]],
-                       max_new_tokens: int) -> tuple["torch.Tensor", int]:
+                       max_new_tokens: int, active_digits: int | None = None) -> tuple["torch.Tensor", int]:
         """``[n, P + max_new_tokens]`` rows (prompt, answer, EOS, EOS padding) and the prompt length ``P``;
         operand digits from ``torch.randint(0, 10, (n, 2, digits), generator=generator)``, pairs in ``banned``
-        dropped and redrawn."""
+        dropped and redrawn. ``active_digits`` (a length curriculum): operand digits from that one up are set to
+        0, i.e. shorter additions in the same ``digits``-column layout (same prompt offsets); None: all digits."""
         import torch
 
         if max_new_tokens < self.answer_length():
             raise ValueError(f"max_new_tokens must be >= {self.answer_length()}, got {max_new_tokens}")
+        if active_digits is not None and not 1 <= active_digits <= self.digits:
+            raise ValueError(f"active_digits must be in 1..{self.digits}, got {active_digits}")
         powers = [10**i for i in range(self.digits)]
         rows: list[list[int]] = []
         while len(rows) < n:
-            for da, db in torch.randint(0, 10, (n - len(rows), 2, self.digits), generator=generator).tolist():
+            drawn = torch.randint(0, 10, (n - len(rows), 2, self.digits), generator=generator)
+            if active_digits is not None:
+                drawn[:, :, active_digits:] = 0
+            for da, db in drawn.tolist():
                 a, b = sum(d * p for d, p in zip(da, powers)), sum(d * p for d, p in zip(db, powers))
                 if (a, b) in banned:
                     continue

@@ -124,6 +124,9 @@ class LongOptions(PairOptions):
 
     max_new_tokens: int = Field(64, ge=1, le=1024, description="answer region")
     max_position_embeddings: int = Field(128, ge=2, le=4096)
+    ar_curriculum: float = Field(0.0, ge=0, lt=1, description="length curriculum of the AR: fraction of its steps over "
+                                 "which the active operand digits ramp from curriculum_start to all (0: none)")
+    curriculum_start: int = Field(3, ge=1, le=64, description="active operand digits at the curriculum's first step")
     dlm_init: Literal["ar", "random"] = Field("ar", description="DLM initialisation: the trained AR's weights "
                           "with Dream's shift-by-one read-out (ar, as Dream-7B from Qwen2.5-7B) or random")
 
@@ -140,6 +143,13 @@ class BenchOptions(Options):
     sweep_w: bool = Field(False, description="also print the PoE-weight ablation table (needs the toy variant)")
     variants: list[Variant] = Field(["toy", "toy-equal", "toy-long"], min_length=1, max_length=3,
                                     description="model pairs (spec variants)")
+    train_seeds: list[int] = Field([], max_length=8, description="toy-long once per training seed instead of once: "
+                                   "seed 0 is the shipped pair, other seeds are trained by the spec's toy-long recipe "
+                                   "into <out-dir>/toy-long-seed<N>/ (reused on a re-run with the same --out-dir), then "
+                                   "the spread (mean +- sd) of the accuracies and speedups")
+    train_recipe: list[str] = Field([], max_length=16, description="KEY=VALUE overrides of the spec's toy-long recipe "
+                                    "for --train-seeds (LongOptions fields, e.g. ar_steps=1600 ar_curriculum=0.4); with "
+                                    "any, seed 0 is trained too instead of read from the shipped pair")
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:[0-9]+)?)$", description="torch device of the models (cuda: the paper's "
                         "regime; the cost line then times forwards by synchronised wall clock)")
     quick: ClassVar[dict[str, Any]] = {"problems": 8, "repeats": 1, "variants": ["toy"]}

@@ -20,7 +20,9 @@ data come from ``ctx.seed + 1`` (the toy-equal and toy-long DLMs) as when the fi
 """
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,6 +32,7 @@ from registry.contract import trainer
 from .params import EqualOptions, LongOptions, PairOptions, ScheduleOptions  # noqa: F401
 
 MAX_NEW = 40  # the toy pair's answer region (33-token answers + EOS padding)
+LONG_FILES = ("poe-bridge-long-ar.safetensors", "poe-bridge-long-dlm.safetensors")  # what train_long writes
 
 
 def train_encoder_dlm(steps: int, batch_size: int, lr: float, digits: int, seed: int) -> torch.nn.Module:
@@ -110,11 +113,44 @@ def train_long(ctx: Any, opts: LongOptions) -> None:
     torch.set_num_threads(1)
     arch = {"task": "columns", "max_new_tokens": opts.max_new_tokens,
             "max_position_embeddings": opts.max_position_embeddings, "init_seed": ctx.seed}
-    ar_name, dlm_name = "poe-bridge-long-ar.safetensors", "poe-bridge-long-dlm.safetensors"
+    ar_name, dlm_name = LONG_FILES
     t0, c0 = time.time(), time.thread_time()
-    _save(ctx, train_ar_qwen2(opts.ar_steps, opts.batch_size, opts.lr, opts.digits, ctx.seed, **arch), ar_name, t0, c0)
+    _save(ctx, train_ar_qwen2(opts.ar_steps, opts.batch_size, opts.lr, opts.digits, ctx.seed, curriculum=opts.ar_curriculum,
+                              curriculum_start=opts.curriculum_start, **arch), ar_name, t0, c0)
     t0, c0 = time.time(), time.thread_time()
     init = load_file(str(ctx.path(ar_name))) if opts.dlm_init == "ar" else None
     model = train_dlm_qwen2(opts.dlm_steps, opts.batch_size, opts.lr, opts.digits, ctx.seed + 1, init_from=init,
                             shift_logits=opts.dlm_init == "ar", **arch)
     _save(ctx, model, dlm_name, t0, c0)
+
+
+class SeedRun:
+    """What a trainer reads of a context, for another training seed: ``seed`` and ``path(name)``, the latter inside
+    ``folder`` of ``ctx``'s output folder (the engine's :meth:`~registry.context.Context.path`)."""
+
+    def __init__(self, ctx: Any, seed: int, folder: str):
+        self.ctx, self.seed, self.folder, self.spec = ctx, seed, folder, ctx.spec
+
+    def path(self, name: str) -> Path:
+        return self.ctx.path(f"{self.folder}/{name}")
+
+
+def train_long_seed(ctx: Any, seed: int, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``toy-long`` pair of training seed ``seed``, made by :func:`train_long` with the spec's recipe (its
+    ``training.toy-long.params``, updated by ``overrides``: :class:`~.params.LongOptions` fields) into
+    ``toy-long-seed<N>/`` of ``ctx``'s output folder; reused when both files and a ``recipe.json`` equal to this
+    recipe are already there (a re-run with the same ``--out-dir``). Returns the recipe, the two paths and their
+    sha256."""
+    from registry.weights import sha256_file
+
+    opts = LongOptions(**{**ctx.spec.training["toy-long"].params, **(overrides or {})})
+    run = SeedRun(ctx, seed, f"toy-long-seed{seed}")
+    recipe = {"seed": seed, **opts.model_dump()}
+    paths = [run.path(n) for n in LONG_FILES]
+    meta = run.path("recipe.json")
+    fresh = not (all(p.is_file() for p in paths) and meta.is_file() and json.loads(meta.read_text()) == recipe)
+    if fresh:
+        train_long(run, opts)
+        meta.write_text(json.dumps(recipe, sort_keys=True) + "\n")
+    return {"recipe": recipe, "trained": fresh, "paths": {"target": paths[0], "proposal": paths[1]},
+            "sha256": {"target": sha256_file(paths[0]), "proposal": sha256_file(paths[1])}}

@@ -33,12 +33,24 @@ def _banned(tok: Any) -> set[tuple[int, int]]:
     return {(e.a, e.b) for e in tok.eval_problems(HELD_OUT)}
 
 
+def curriculum_digits(step: int, steps: int, digits: int, fraction: float, start: int) -> int | None:
+    """Active operand digits at ``step`` of a length curriculum: ``start`` ramping linearly to ``digits`` over the
+    first ``fraction`` of the ``steps``, then all (None, also when ``fraction`` is 0: no curriculum)."""
+    ramp = fraction * steps
+    if fraction <= 0 or step >= ramp:
+        return None
+    return min(digits, start + int((digits - start) * step / ramp))
+
+
 def train_ar_qwen2(steps: int, batch_size: int, lr: float, digits: int, seed: int,
                    max_new_tokens: int = TOY_MAX_NEW_TOKENS, desc: str = "AR", task: str = "steps",
-                   **arch: Any) -> torch.nn.Module:
+                   curriculum: float = 0.0, curriculum_start: int = 3, **arch: Any) -> torch.nn.Module:
     """Train the AR target (``build_ar(digits, max_new_tokens, **arch)``; ``arch`` may set ``init_seed``) by
     next-token cross-entropy on the answer tokens and the first EOS, data drawn from a generator seeded
-    ``seed``; returns it in eval mode."""
+    ``seed``; returns it in eval mode. ``curriculum`` > 0 (``columns`` task only): short additions first
+    (:func:`curriculum_digits`; the operand digits above the active ones are 0)."""
+    if curriculum > 0 and task != "columns":
+        raise ValueError("the length curriculum is defined for the columns task only")
     tok = toy_tokenizer(task, digits)
     banned = _banned(tok)
     model = build_ar(digits=digits, max_new_tokens=max_new_tokens, task=task, **arch).train()
@@ -46,7 +58,11 @@ def train_ar_qwen2(steps: int, batch_size: int, lr: float, digits: int, seed: in
     g = torch.Generator().manual_seed(seed)
     n_ans = tok.answer_length()
     for step in (bar := progress(range(steps), desc=desc)):
-        x, P = tok.training_batch(batch_size, g, banned, max_new_tokens)
+        active = curriculum_digits(step, steps, digits, curriculum, curriculum_start)
+        if active is None:
+            x, P = tok.training_batch(batch_size, g, banned, max_new_tokens)
+        else:
+            x, P = tok.training_batch(batch_size, g, banned, max_new_tokens, active_digits=active)
         x = x[:, : P + n_ans]
         logits = model(input_ids=x[:, :-1]).logits
         tgt = x[:, 1:].clone()
