@@ -364,20 +364,21 @@ def seed_spread(rows: list[dict], seeds: list[int]) -> tuple[list[str], list[dic
     PoE-Bridge K = 1 and K = 4) and PoE-Bridge's speedups over DLM decoding (forward count, cost model, thread CPU,
     wall); then mean +- sample standard deviation over the seeds. Returns the table lines and one row per
     quantity (``method: seed spread <name>``, per-seed ``values``, ``mean``, ``sd``)."""
-    from statistics import mean, stdev
+    from zoo.common.spread import spread
 
     def value(seed: int, start: str, key: str) -> float:
         return next(r[key] for r in rows if r.get("training_seed") == seed and r["method"].startswith(start))
 
     table = {name: [value(s, start, key) for s in seeds] for name, start, key in SPREAD}
     names = [n for n, _, _ in SPREAD]
+    summary = {n: spread(table[n]) for n in names}
     lines = [f"\n[toy-long] training-seed spread over seeds {', '.join(map(str, seeds))} (speedups: PoE-Bridge tok/s over "
              "DLM decoding at 2 tok/step)", "| seed | " + " | ".join(f"{n:>9}" for n in names) + " |",
              "|------|" + "|".join("-" * 11 for _ in names) + "|"]
     for i, s in enumerate(seeds):
         lines.append(f"| {s:4d} | " + " | ".join(f"{table[n][i]:9.3f}" for n in names) + " |")
-    lines.append("| mean | " + " | ".join(f"{mean(table[n]):9.3f}" for n in names) + " |")
-    lines.append("|   sd | " + " | ".join(f"{stdev(table[n]):9.3f}" for n in names) + " |")
+    lines.append("| mean | " + " | ".join(f"{summary[n].mean:9.3f}" for n in names) + " |")
+    lines.append("|   sd | " + " | ".join("        -" if summary[n].sd is None else f"{summary[n].sd:9.3f}" for n in names) + " |")
     out = [{"method": f"seed spread {n}", "variant": "toy-long", "seeds": list(seeds), "values": table[n],
-            "mean": mean(table[n]), "sd": stdev(table[n])} for n in names]
+            "mean": summary[n].mean, "sd": summary[n].sd} for n in names]
     return lines, out
