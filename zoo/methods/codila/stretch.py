@@ -1,4 +1,4 @@
-"""The ``toy-stretch`` study of ``zoo bench codila`` (issue 37 item 2): the dynamic schedule's tokens per DLM forward
+"""The ``toy-stretch`` study of ``zoo bench codila``: the dynamic schedule's tokens per DLM forward
 against validity, beside static and sequential decoding, over several training seeds.
 
 CoDiLA (arXiv 2603.20216, Sec. 3 "inference"): the dynamic schedule "recovers sequential-quality accuracy at >= 2x

@@ -1,6 +1,6 @@
 """A *learned*, imperfect velocity and two-time flow map of the toy mixture (spec ``fmrg``, variant ``learned``).
 
-Issue 38 item 1: on the exact testbed DPS is handed the exact Tweedie denoiser, so the flow map's advantage (a better
+On the exact testbed DPS is handed the exact Tweedie denoiser, so the flow map's advantage (a better
 look-ahead than Tweedie's one-step estimate) cannot exist. Here both arms use one learned generative model:
 
 * ``vel``: the velocity ``u_theta(x, t)`` (MLP (x, t) -> 64 -> 64 -> 2, SiLU), trained by flow matching

@@ -1,4 +1,4 @@
-"""FMRG vs DPS on a *learned*, imperfect velocity and flow map (``zoo bench fmrg --learned``; issue 38 item 1).
+"""FMRG vs DPS on a *learned*, imperfect velocity and flow map (``zoo bench fmrg --learned``).
 
 Pre-registered in ``docs/methods/fmrg.NOTES.md``: per network-training seed (0 = the shipped checkpoint, others
 retrained by :func:`zoo.methods.fmrg.train.train_pair`), on fresh sampling draws (noise seed ``10000 + seed``, shared

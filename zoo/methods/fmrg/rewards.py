@@ -2,7 +2,7 @@
 
 Rewards (method note section 6): ``quadratic`` ``r(x) = -||x - y||^2 / (2 tau^2) + c`` (``y`` may lie off the
 data manifold), ``disc`` ``r(x) = -max(0, ||x - y|| - radius)^2 / (2 tau^2) + c`` (flat inside a disc, not smooth
-in x: the non-smooth reward of issue 38) and ``mode`` = the log-density of one mixture component (a smooth "log-indicator" of a
+in x: a reward that is not smooth in x̂₀) and ``mode`` = the log-density of one mixture component (a smooth "log-indicator" of a
 low-weight mode), ``r(x) = log N(x; mu_k, Sigma_k) + c``.
 
 **LQR optimum** (deterministic optimal control, the problem FMRG approximates: maximise
