@@ -246,3 +246,39 @@ def test_stretch_entropy_profile_and_dynamic_ceiling() -> None:
     assert e_f == pytest.approx(4.77619, abs=1e-5) and 8 / e_f < 2.0
     assert dynamic_schedule_extremes(task, 4, 1.4)[0] == 2
     assert dynamic_schedule_extremes(task, 1, 0.75) == (8, 8)
+
+
+def _grid_runs(candidate: str, seeds: range) -> list[list[int]]:
+    """Positions written per dynamic step (tiny random models of the invariants, B = 3, tau large)."""
+    from zoo.methods.codila.invariants import _tiny
+    from zoo.methods.codila.sampler import DecodeConfig, DecodeTrace, codila_decode
+
+    out = []
+    for seed in seeds:
+        den, ar = _tiny(seed)
+        cfg = DecodeConfig(schedule="dynamic", block_size=3, entropy_threshold=50.0, dynamic_candidate=candidate,
+                           boundary=(8, 9), excluded=(0, 1, 2, 3, 8, 9), stop_at_eos=False)
+        tr = DecodeTrace()
+        codila_decode(den, ar, [1], 7, cfg, None, torch.Generator().manual_seed(seed), trace=tr)
+        out += tr.decoded
+    return out
+
+
+def test_dynamic_grid_candidate_decodes_within_one_grid_block_from_its_first_masked_position() -> None:
+    """``dynamic_candidate="grid"``: every step writes a prefix of one grid block's masked positions (the static
+    rule's block); the default anchor reading does not (its run starts anywhere and crosses block boundaries)."""
+    def in_one_block(pos: list[int]) -> bool:
+        return len({p // 3 for p in pos}) == 1
+
+    grid = _grid_runs("grid", range(6))
+    assert grid and all(in_one_block(pos) and pos == sorted(pos) for pos in grid), grid
+    anchor = _grid_runs("anchor", range(6))
+    assert not all(in_one_block(pos) and pos[0] % 3 == 0 for pos in anchor if len(pos) == 3), anchor
+
+
+def test_dynamic_candidate_is_a_declared_choice() -> None:
+    from zoo.methods.codila.params import CoDiLASamplerParams
+
+    assert CoDiLASamplerParams().dynamic_candidate == "anchor"
+    with pytest.raises(ValueError, match="dynamic_candidate"):
+        CoDiLASamplerParams(dynamic_candidate="window")

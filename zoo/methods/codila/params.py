@@ -17,6 +17,9 @@ class CoDiLASamplerParams(DenoiserDecodingParams):
     block_size: int = Field(4, ge=1, le=64, description="B: tokens per local-AR block (paper: 2, 4, 8)")
     entropy_threshold: float = Field(0.5, ge=0, le=100, description="dynamic: tau on the block entropy h(k) (nats)")
     candidate_window_blocks: int = Field(10, ge=1, le=4096, description="blocks of the fixed grid considered per step (paper: 10)")
+    dynamic_candidate: Literal["anchor", "grid"] = Field("anchor", description=(
+        "dynamic: the candidate block — 'anchor': the run of masked positions from the most confident one (k = 1 is "
+        "confidence decoding token for token); 'grid': the window's grid block of smallest h(B), as static"))
     conditioning: Literal["soft", "topk"] = "soft"
     topk: int = Field(1, ge=1, le=1024, description="conditioning=topk: entries kept per marginal")
     boundary_tokens: list[str] = Field(default_factory=lambda: ["<think>", "</think>"], max_length=2,

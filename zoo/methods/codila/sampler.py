@@ -50,6 +50,7 @@ class DecodeConfig:
     block_size: int = 2
     entropy_threshold: float = 0.5
     candidate_window_blocks: int = 10
+    dynamic_candidate: str = "anchor"
     conditioning: str = "soft"
     topk: int = 1
     dlm_temperature: float = 1.0
@@ -144,12 +145,20 @@ def codila_decode(denoiser: MaskedDenoiser, ar: Any, prompt_ids: list[int], gen_
                 trace.window_h.append(hs)
         elif cfg.schedule == "dynamic":
             chosen, probs = _proposals(logits[cand], mask, cfg, generator)
-            conf = (probs * probs.clamp_min(1e-30).log()).sum(-1)  # -H: Dream's entropy rule
-            a = int(conf.topk(1).indices[0])
-            anchor = cand[a]
-            run = [anchor]
-            while len(run) < B and run[-1] + 1 < L and bool(masked[run[-1] + 1]):
-                run.append(run[-1] + 1)
+            if cfg.dynamic_candidate == "grid":  # the window's grid block of smallest h(B), as static
+                hs = [float(block_entropy(restrict_marginals(logits[[p for p in range(b * B, min((b + 1) * B, L)) if bool(masked[p])]],
+                                                             cfg.excluded, V_ar or None))[-1]) for b in window]
+                best = _choose_static_block(window, hs)
+                run = [p for p in range(best * B, min((best + 1) * B, L)) if bool(masked[p])]
+                anchor = run[0]
+                a = cand.index(anchor)
+            else:
+                conf = (probs * probs.clamp_min(1e-30).log()).sum(-1)  # -H: Dream's entropy rule
+                a = int(conf.topk(1).indices[0])
+                anchor = cand[a]
+                run = [anchor]
+                while len(run) < B and run[-1] + 1 < L and bool(masked[run[-1] + 1]):
+                    run.append(run[-1] + 1)
             k = 1
             if cfg.entropy_threshold > 0 and len(run) > 1:
                 h = block_entropy(restrict_marginals(logits[run], cfg.excluded, V_ar))
@@ -244,7 +253,8 @@ class CoDiLASampler(TextSampler):
         boundary = boundary_ids(tok, params.boundary_tokens)
         self.cfg = DecodeConfig(
             schedule=params.schedule, block_size=params.block_size, entropy_threshold=params.entropy_threshold,
-            candidate_window_blocks=params.candidate_window_blocks, conditioning=params.conditioning, topk=params.topk,
+            candidate_window_blocks=params.candidate_window_blocks, dynamic_candidate=params.dynamic_candidate,
+            conditioning=params.conditioning, topk=params.topk,
             dlm_temperature=params.dlm_temperature, top_p=params.top_p, ar_temperature=params.ar_temperature,
             tokens_per_step=params.tokens_per_step, verify_penalty=params.verify_penalty, stop_at_eos=params.stop_at_eos,
             boundary=boundary, excluded=excluded_ids(tok, self.denoiser.mask_token_id, boundary, params.marginals_allow_eos))
