@@ -194,6 +194,21 @@ class Procedure:
             memo[key] = clone
         return clone
 
+    def with_models(self, models: Mapping[str, Any]) -> "Procedure":
+        """This procedure (same params, device, dtype and context) on other models for some of its roles, e.g.
+        another training seed's checkpoints of the same architecture; the roles not given stay as they are. A
+        role the procedure does not have is a one-line ``ValueError`` naming it. Nothing is built, cached or
+        remembered: each call makes a new procedure."""
+        unknown = [r for r in models if r not in self.models]
+        if unknown:
+            raise ValueError(f"{type(self).__name__}.with_models: role {unknown[0]!r} is not one of this procedure's "
+                             f"roles ({', '.join(self.models) or 'none'})")
+        roles = self.models.copy() if isinstance(self.models, Roles) else Roles(self.models)
+        roles.update(models)
+        clone = type(self)(models=roles, params=self.params, device=self.device, dtype=self.dtype, **self.clone_kwargs())
+        clone.ctx = self.ctx
+        return clone
+
     def clone_kwargs(self) -> dict[str, Any]:
         """Extra constructor keywords a subclass takes beyond models/params/device/dtype (e.g. a
         caller-supplied cache factory), carried over to the procedures :meth:`with_params` makes."""

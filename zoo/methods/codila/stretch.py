@@ -68,16 +68,9 @@ def seed_models(ctx: Any, seed: int) -> dict[str, Any]:
 
 def _procedures(ctx: Any, models: dict[str, Any]) -> dict[str, Any]:
     """The spec's ``toy-stretch`` procedures (their params as built for the variant) on ``models``."""
-    from registry.contract import Roles
-
     base = ctx.pipeline(VARIANT).procedures
-    out = {}
-    for name in ("dlm-parallel", "dlm-sequential", "codila-static", "codila-static-b4", "codila-dynamic"):
-        p = base[name]
-        q = type(p)(models=Roles(models, variant=VARIANT, procedure=name), params=p.params, device=p.device, dtype=p.dtype)
-        q.ctx = p.ctx
-        out[name] = q
-    return out
+    names = ("dlm-parallel", "dlm-sequential", "codila-static", "codila-static-b4", "codila-dynamic")
+    return {n: base[n].with_models({r: m for r, m in models.items() if r in base[n].models}) for n in names}
 
 
 def _mean_sd(xs: list[float]) -> dict[str, float]:
